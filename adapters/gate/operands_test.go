@@ -1,6 +1,12 @@
 package gate
 
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
 
 // operandsPolicy allows the programs that write their operands by
 // narrow patterns, and denies or reviews writes to some paths.
@@ -191,4 +197,32 @@ deny  = ["Edit(**/.env)"]
 			{"plain/tar", `tar -czf a.tgz src`, "allow"},
 		})
 	})
+}
+
+// TestDecide_PackageScriptWritesMeetFileRules: the files a package.json
+// script that npm runs writes, by a redirection or by a program's
+// operands, meet the Write and Edit deny rules; the runner's allow
+// stands for the rest.
+func TestDecide_PackageScriptWritesMeetFileRules(t *testing.T) {
+	dir := t.TempDir()
+	pkg := `{"scripts": {"env": "cp x .env", "out": "echo x > /etc/x", "untar": "tar -xf a.tar -C /etc", "build": "tsc && cp a dist/"}}`
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(pkg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := ParsePolicy("p", []byte(`allow = ["Bash(npm run:*)"]
+deny = ["Edit(.env)", "Write(/etc/**)"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]string{
+		"npm run env":   ActionDeny,
+		"npm run out":   ActionDeny,
+		"npm run untar": ActionDeny,
+		"npm run build": ActionAllow,
+	} {
+		c := Call{Tool: "Bash", Input: json.RawMessage(`{"command":` + strconv.Quote(cmd) + `}`), Dir: dir}
+		if m := Decide([]*Policy{pol}, c); m.Action != want {
+			t.Errorf("%q: %+v, want %q", cmd, m, want)
+		}
+	}
 }

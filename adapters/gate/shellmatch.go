@@ -79,9 +79,10 @@ const maxPackageJSON = 1 << 20
 // addPackageScripts adds to sc the commands of the package.json scripts
 // that sc's npm, pnpm, yarn or bun commands run (run NAME, run-script
 // NAME, test, start, with their pre and post scripts), from dir's
-// package.json, as readings that may happen (Command.Maybe): they count
-// for deny and review, while an allow is the runner's own (the policy
-// names the script). A package.json that cannot be read adds nothing.
+// package.json, as readings that may happen (Command.Maybe), and the
+// files they write as sc's Changes: they count for deny and review,
+// while an allow is the runner's own (the policy names the script). A
+// package.json that cannot be read adds nothing.
 func addPackageScripts(sc *shell.Script, dir string) {
 	if dir == "" {
 		return
@@ -124,9 +125,21 @@ func addPackageScripts(sc *shell.Script, dir string) {
 			if !ok {
 				continue
 			}
-			for _, cmd := range shell.Read(body).Commands {
+			sub := shell.Read(body)
+			at := len(sc.Commands)
+			for _, cmd := range sub.Commands {
 				cmd.Maybe, cmd.Via, cmd.Parent = true, "package.json script "+name, -1
 				sc.Commands = append(sc.Commands, cmd)
+			}
+			// The files the script writes meet the Write and Edit deny
+			// and review rules; the runner's allow stands for them.
+			for _, rs := range [][]shell.Redirection{sub.Writes, sub.Changes} {
+				for _, rd := range rs {
+					if rd.Command >= 0 {
+						rd.Command += at
+					}
+					sc.Changes = append(sc.Changes, rd)
+				}
 			}
 		}
 	}
@@ -470,6 +483,9 @@ func (p *Policy) shellAllows(c Call, sc *shell.Script) (string, bool) {
 			// by a redirection or by a program's operands.
 			for _, rs := range [][]shell.Redirection{sc.Writes, sc.Changes} {
 				for _, rd := range rs {
+					if rd.Command >= 0 && rd.Command < len(sc.Commands) && sc.Commands[rd.Command].Maybe {
+						continue // a package script's, which the runner stands for
+					}
 					if unknownStart(rd.Target, commandOf(c.Input)) {
 						return "", false
 					}
