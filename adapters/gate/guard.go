@@ -118,6 +118,9 @@ func guard(dd string) func(Call) (pattern, risk string) {
 		if pullsLever(c) {
 			return LeverGuardPattern, review.RiskCritical
 		}
+		if why := changesGit(c); why != "" {
+			return GitLeverPattern + " (" + why + ")", review.RiskCritical
+		}
 		if shellLike(c.Tool) && unknownArg(c.script()) {
 			return GuardPattern, review.RiskCritical
 		}

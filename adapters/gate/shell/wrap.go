@@ -189,6 +189,11 @@ func gitCommandKey(k string) bool {
 	return false
 }
 
+// GitCommandKey reports whether git config key k (any case) names a
+// command git runs (gitCommandKey): what a `git config` that sets it
+// makes a later git run.
+func GitCommandKey(k string) bool { return gitCommandKey(strings.ToLower(k)) }
+
 // inner reads the commands that command at runs through its arguments.
 func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 	c := r.s.Commands[at]
