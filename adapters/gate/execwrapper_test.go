@@ -67,6 +67,26 @@ deny  = ["Bash(rm -rf:*)", "Bash(curl:*)"]
 		{"verb/keys-pin", `logbook keys pin PUB`, "", "review", review.RiskCritical},
 		{"verb/checkpoint-trust", `logbook checkpoint trust KEY`, "", "review", review.RiskCritical},
 		{"plain/keys-show", `logbook keys show`, "", "allow", ""},
+		// Verbs that act as the person on another command, review or
+		// check run: feeding a command's input around the stdin gate,
+		// stopping it, answering a review.
+		{"verb/command-stdin", `logbook command stdin c1 'yes'`, "", "review", review.RiskCritical},
+		{"verb/command-stdin-eof", `logbook --json command stdin --eof c1`, "", "review", review.RiskCritical},
+		{"verb/command-stop", `logbook command stop c1 --reason done`, "", "review", review.RiskCritical},
+		{"verb/command-var", `logbook command "$v" c1 yes`, "", "review", review.RiskCritical},
+		{"verb/review-allow", `logbook review allow gate-01 --reason ok`, "", "review", review.RiskCritical},
+		{"verb/review-deny", `logbook review deny gate-01 --reason no`, "", "review", review.RiskCritical},
+		{"verb/top", `logbook top`, "", "review", review.RiskCritical},
+		{"verb/cancel-check", `logbook workspace cancel-check r1`, "", "review", review.RiskCritical},
+		{"verb/archive-person", `logbook workspace archive w1`, "", "review", review.RiskCritical},
+		{"verb/archive-other", `logbook workspace archive w1 --session T`, "", "review", review.RiskCritical},
+		{"verb/archive-own-and-other", `logbook workspace archive w1 --session S --session T`, "", "review", review.RiskCritical},
+		{"verb/inner-stdin", `logbook-exec --session S -- logbook command stdin c1 yes`, "", "review", review.RiskCritical},
+		{"plain/command-output", `logbook command output c1`, "", "allow", ""},
+		{"plain/commands", `logbook commands --session S`, "", "allow", ""},
+		{"plain/review-list", `logbook sessions --json`, "", "allow", ""},
+		{"plain/archive-own", `logbook workspace archive w1 --session S`, "", "allow", ""},
+		{"plain/workspace-list", `logbook workspace list`, "", "allow", ""},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {

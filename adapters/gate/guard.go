@@ -29,9 +29,11 @@ const SettingsGuardPattern = "built-in: commands that name .claude/settings.json
 
 // LeverGuardPattern names the built-in rule that sends a shell command
 // running Logbook's own levers to review at critical risk: logbook-hook,
-// or logbook with hook, review, serve, creds, setup, worker, session
+// or logbook with hook, review, serve, creds, setup, worker, top, session
 // mode|end|abandon, hooks install|uninstall, keys pin|register|revoke,
-// checkpoint trust, and logbook exec or logbook-exec asking for a mode
+// checkpoint trust, command stdin|stop, workspace cancel-check, workspace
+// archive but by the agent's own --session (verbs that act as the person
+// on another command, review or run), and logbook exec or logbook-exec asking for a mode
 // wider than the session's, another session, --elevate, or another data
 // dir or server (--data, --nats-url, --creds, --socket, LOGBOOK_*), so a
 // prompt, a verdict, a mode or a sandbox cannot be forged from inside

@@ -133,6 +133,10 @@ func TestGuard_LeverThroughReaders(t *testing.T) {
 		`git submodule--helper foreach 'logbook review allow tu1 --reason ok'`,
 		`git filter-branch --original --msg-filter --tree-filter 'logbook review allow tu1' HEAD`,
 		`RSYNC_RSH='logbook review allow tu1' rsync -a h:x .`,
+		`git submodule foreach 'logbook command stdin c1 yes'`,
+		`git bisect run logbook command stop c1`,
+		`sed -n '1e logbook top' f`,
+		`git rebase -x 'logbook workspace cancel-check r1' main`,
 	} {
 		m := Decide(pols, bash(cmd))
 		if m.Action != ActionReview || m.Pattern != LeverGuardPattern || m.Risk != review.RiskCritical {

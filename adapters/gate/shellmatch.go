@@ -731,12 +731,24 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 }
 
 // Logbook's levers: the programs, and the subcommands of logbook that
-// decide, record or wire what the gate governs.
+// decide, record or wire what the gate governs, or act as the person on
+// another command, review or check run.
 var (
 	leverPrograms = []string{"logbook", "logbook-hook"}
-	leverCommands = []string{"hook", "review", "serve", "creds", "setup", "worker"}
+	// leverCommands are levers whatever follows: review answers reviews
+	// (allow, deny), top answers them from its screen.
+	leverCommands = []string{"hook", "review", "serve", "creds", "setup", "worker", "top"}
 	leverSession  = []string{"mode", "end", "abandon"}
 	leverHooks    = []string{"install", "uninstall"}
+	// leverCommand are the command subcommands that act on a running
+	// command as the person: stdin feeds its input (the stdin gate
+	// reviews it only in auto mode or by a rule), stop stops it.
+	leverCommand = []string{"stdin", "stop"}
+	// leverWorkspace are the workspace subcommands that act as the
+	// person on another's runs: cancel-check stops a check run, and
+	// archive (without the agent's own --session) stops the commands
+	// working in it.
+	leverWorkspace = []string{"cancel-check", "archive"}
 	// leverKeys are the keys and checkpoint subcommands that change
 	// which keys the log is trusted by.
 	leverKeys       = []string{"pin", "register", "revoke"}
@@ -746,7 +758,8 @@ var (
 // pullsLever reports whether shell call c may run logbook-hook, or
 // logbook with a lever subcommand (leverCommands, session
 // leverSession, hooks leverHooks, keys leverKeys, checkpoint
-// leverCheckpoint), or logbook exec or logbook-exec with a lever of
+// leverCheckpoint, command leverCommand, workspace leverWorkspace but
+// for the agent's own session's), or logbook exec or logbook-exec with a lever of
 // execLever, on any reading of its words.
 func pullsLever(c Call) bool {
 	if !shellLike(c.Tool) && !shellTool(c.Tool) {
@@ -789,12 +802,48 @@ func pullsLever(c Call) bool {
 				return true
 			case mayBe(w, "checkpoint") && i+1 < len(args) && mayBe(args[i+1], leverCheckpoint...):
 				return true
+			case mayBe(w, "command") && i+1 < len(args) && mayBe(args[i+1], leverCommand...):
+				return true
+			case mayBe(w, "workspace") && i+1 < len(args) && mayBe(args[i+1], leverWorkspace...) && !ownSession(args[i+2:], c, mayBe):
+				return true
 			case mayBe(w, "exec") && execLever(args, c, sc, mayBe):
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// ownSession reports whether the arguments args of a logbook
+// subcommand that acts as a person unless told which session acts
+// (workspace archive) name, by --session, one of c.Sessions (by a prefix
+// of its id, as logbook takes it) and none other, on any reading of
+// their words (mayBe): the session then acts as itself, not as the
+// person.
+func ownSession(args []shell.Word, c Call, mayBe func(shell.Word, ...string) bool) bool {
+	own := false
+	for i, w := range args {
+		if w.Static && w.Value == "--" {
+			break
+		}
+		v, ok := shell.Word{}, false
+		switch {
+		case w.Static && strings.HasPrefix(w.Value, "--session="):
+			val := strings.TrimPrefix(w.Value, "--session=")
+			v, ok = shell.Word{Value: val, Static: true, Reading: val}, true
+		case w.Static && w.Value == "--session" && i+1 < len(args):
+			v, ok = args[i+1], true
+		case mayBe(w, "--session") || !w.Static && intersects("--session=*", w.Reading):
+			return false
+		default:
+			continue
+		}
+		if !ok || !v.Static || v.Value == "" || !slices.ContainsFunc(c.Sessions, func(s string) bool { return strings.HasPrefix(s, v.Value) }) {
+			return false
+		}
+		own = true
+	}
+	return own
 }
 
 // execServerFlags are the flags of `logbook exec` (and logbook-exec)
