@@ -10,9 +10,10 @@ import (
 // the command after their flags (or after --): the gate reads it as it
 // reads bash -c, env or timeout, so a deny rule meets it there, and the
 // flags that reach past the session's own mode or its data dir and
-// server (--mode above the session's ceiling, --elevate, --data,
-// --nats-url, --creds, --socket, and LOGBOOK_* in their environment) are
-// levers, reviewed at critical risk.
+// server (--mode above the session's ceiling, --data, --nats-url,
+// --creds, --socket, and LOGBOOK_* in their environment) are levers,
+// reviewed at critical risk; --elevate is reviewed by the elevation's
+// own review.
 func TestDecide_LogbookExecIsAWrapper(t *testing.T) {
 	pols := dataDirPolicies(t, `
 allow = ["Bash(logbook-exec:*)", "Bash(logbook exec:*)", "Bash(logbook:*)", "Bash(ls:*)", "Bash(make:*)", "Bash(sh:*)"]
@@ -40,7 +41,14 @@ deny  = ["Bash(rm -rf:*)", "Bash(curl:*)"]
 		{"lever/full-access-quoted", `logbook-exec --session S --mode 'full_'access -- ls`, "", "review", review.RiskCritical},
 		{"lever/unknown-mode", `logbook-exec --session S --mode "$m" -- ls`, "", "review", review.RiskCritical},
 		{"lever/above-read-only", `logbook-exec --session S --mode workspace_write -- ls`, "read_only", "review", review.RiskCritical},
-		{"lever/elevate", `logbook-exec --session S --elevate --justification x -- ls`, "auto", "review", review.RiskCritical},
+		// The elevation is reviewed once, by the gate exec asks, at
+		// critical risk (TestGate_ElevationIsAPersonsWord): the command
+		// asking for it is no lever of its own, its inner command and
+		// other flags read as any.
+		{"plain/elevate", `logbook-exec --session S --elevate --justification x -- ls`, "auto", "allow", ""},
+		{"inner/elevate-rm", `logbook exec --session S --elevate --justification x -- rm -rf src`, "auto", "deny", ""},
+		{"lever/elevate-other-session", `logbook-exec --session T --elevate --justification x -- ls`, "auto", "review", review.RiskCritical},
+		{"lever/elevate-data", `logbook-exec --data /tmp/o --session S --elevate --justification x -- ls`, "auto", "review", review.RiskCritical},
 		{"lever/data", `logbook-exec --data /tmp/other --session S -- ls`, "", "review", review.RiskCritical},
 		{"lever/data-global", `logbook --data=/tmp/other exec --session S -- ls`, "", "review", review.RiskCritical},
 		{"lever/nats-url", `logbook-exec --nats-url nats://h:4222 --session S -- ls`, "", "review", review.RiskCritical},

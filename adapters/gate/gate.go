@@ -489,6 +489,14 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	if req.unjudged == "" && unusable == "" {
 		m = Decide(pols, call)
 	}
+	if req.Grant != "" {
+		// An elevation (exec --elevate) is a person's word, as a lever
+		// is: only a person may allow it (critical risk), in the one
+		// review the worker admits the command on. The shell command
+		// that asks for it is therefore not a lever of its own
+		// (execLever), which would have a person asked twice.
+		m.Risk = review.MaxRisk(m.Risk, review.RiskCritical)
+	}
 	p.rq = events.ReviewRequested{
 		ReviewID: id, Tool: req.Tool, Action: g.redactCut(call.action(), maxAction), Event: req.Event,
 		ArgsDigest: sum, Grant: req.Grant, Justification: g.redactCut(req.Reason, MaxReason),

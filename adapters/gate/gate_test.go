@@ -483,6 +483,24 @@ func TestGate_ModesAndElevation(t *testing.T) {
 	}
 }
 
+// TestGate_ElevationIsAPersonsWord: an elevation (exec --elevate) is
+// reviewed at critical risk, so a reviewer program's allow does not
+// grant it: only a person's does. The shell command asking for it is no
+// lever (TestDecide_LogbookExecIsAWrapper), so this is its one review.
+func TestGate_ElevationIsAPersonsWord(t *testing.T) {
+	r := newRig(t, `allow = ["Bash"]`)
+	r.gate.Reviewer = &Reviewer{Command: script(t, `cat >/dev/null; echo '{"verdict":"allow","risk":"low","user_authorization":"high","evidence":[],"reason":"fine"}'`)}
+	r.hook("UserPromptSubmit", map[string]any{"prompt": "install it"})
+	r.setMode("auto")
+	v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventExec, Tool: "exec", Input: json.RawMessage(`{"command":"make install"}`), ID: "cmd-1", Grant: "full_access", Reason: "install", Ref: ulid.Make().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Decision != DecideDeny || !strings.Contains(v.Reason, "critical risk is never allowed") {
+		t.Errorf("elevation allowed by a reviewer program: %+v", v)
+	}
+}
+
 func TestClaudeAnswer(t *testing.T) {
 	deny := Verdict{ReviewID: "r", Decision: DecideDeny, Outcome: "rejected", Reason: "no", Told: "rejected: x", Breaker: true}
 	var out map[string]any

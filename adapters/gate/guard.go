@@ -34,7 +34,7 @@ const SettingsGuardPattern = "built-in: commands that name .claude/settings.json
 // checkpoint trust, command stdin|stop, workspace cancel-check, workspace
 // archive but by the agent's own --session (verbs that act as the person
 // on another command, review or run), and logbook exec or logbook-exec asking for a mode
-// wider than the session's, another session, --elevate, or another data
+// wider than the session's, another session, or another data
 // dir or server (--data, --nats-url, --creds, --socket, LOGBOOK_*), so a
 // prompt, a verdict, a mode or a sandbox cannot be forged from inside
 // the session the gate governs.

@@ -872,7 +872,7 @@ func modeRank(m string) int {
 // session's mode c.Mode (events.ModeRank) or known only when it runs, a
 // --session other than one of c.Sessions (by a prefix of its id, as exec
 // takes it; one known only when it runs), whose own mode exec would run
-// in, --elevate, a flag of execServerFlags, or a LOGBOOK_* variable the
+// in, a flag of execServerFlags, or a LOGBOOK_* variable the
 // line gives (before the command, through env, by export): each reaches
 // past what the session's own mode and server allow. Only the words
 // before "--" are exec's.
@@ -901,7 +901,14 @@ func execLever(args []shell.Word, c Call, sc *shell.Script, mayBe func(shell.Wor
 		if w.Static && w.Value == "--" {
 			return false
 		}
-		for _, f := range append([]string{"--elevate"}, execServerFlags...) {
+		// --elevate is no lever: exec asks the gate for the elevation
+		// itself (gate.Elevate), in a review at critical risk, which
+		// only a person may allow and which the worker admits the
+		// command on (bound to its id and the session's mode revision).
+		// A lever review of the shell command before it would ask the
+		// person the same question twice, and outside auto mode, where
+		// the elevation is refused unasked, once for nothing.
+		for _, f := range execServerFlags {
 			if flag(w, f) {
 				return true
 			}
