@@ -170,6 +170,25 @@ func gitSetsLever(args []shell.Word, named func(string) string) string {
 				return "git --work-tree " + why
 			}
 			continue
+		case v == "-c" || strings.HasPrefix(v, "-c") && len(v) > 2:
+			// An alias that runs git (not "!…") may run git config:
+			// `git -c alias.x='config core.pager …' x`.
+			kv := strings.TrimPrefix(args[i].Reading, "-c")
+			if v == "-c" && i+1 < len(args) {
+				i++
+				kv = args[i].Reading
+			}
+			k, val, _ := strings.Cut(kv, "=")
+			if strings.HasPrefix(strings.ToLower(k), "alias.") && !strings.HasPrefix(val, "!") {
+				var ws []shell.Word
+				for _, f := range strings.Fields(val) {
+					ws = append(ws, shell.Word{Value: f, Static: true, Reading: f, Glob: f})
+				}
+				if why := gitSetsLever(ws, named); why != "" {
+					return "git alias " + strings.ToLower(k) + ": " + why
+				}
+			}
+			continue
 		case gitGlobalValued[v]:
 			i++
 			continue
@@ -247,6 +266,13 @@ func gitConfigLever(args []shell.Word) string {
 			continue
 		}
 		name, _, _ := strings.Cut(v, "=")
+		// git takes a unique abbreviation of a long option (--ed for
+		// --edit): the ones that write are read whole.
+		for _, long := range []string{"--edit", "--unset-all", "--rename-section", "--remove-section"} {
+			if len(name) >= 4 && strings.HasPrefix(long, name) && !strings.HasPrefix("--replace-all", name) {
+				name = long
+			}
+		}
 		switch {
 		case gitConfigValued[v]:
 			i++
