@@ -41,8 +41,10 @@ func TestPermitted(t *testing.T) {
 	}
 }
 
-// A worker appends only what it caused: an event it signs that claims a
-// person, the gate or a hook as its cause is out of its role.
+// Each cause is its appenders' (Causes): a worker appends only what it
+// caused, a writer no cause of serve's own actors (system/recover,
+// restart, session seen, reconcile, the gate, the notifier, the
+// reconciler) nor a worker's, and a cause no row names is serve's.
 func TestCausePermitted(t *testing.T) {
 	for _, tt := range []struct {
 		role Role
@@ -56,9 +58,59 @@ func TestCausePermitted(t *testing.T) {
 		{RoleWorker, &events.Cause{Kind: "hook", Event: "Stop", Ref: "r"}, false},
 		{RoleServe, &events.Cause{Kind: "cli", Event: "session.end", Ref: "r"}, true},
 		{RoleWriter, &events.Cause{Kind: "hook", Event: "Stop", Ref: "r"}, true},
+		{RoleWriter, &events.Cause{Kind: "transcript", Event: "assistant", Ref: "r"}, true},
+		{RoleWriter, &events.Cause{Kind: "cli", Event: "exec", Ref: "r"}, true},
+		{RoleWriter, &events.Cause{Kind: "system", Event: "command.requested", Ref: "r"}, true},
+		{RoleWriter, &events.Cause{Kind: "system", Event: "recover", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "system", Event: "restart", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "system", Event: "session seen", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "system", Event: "reconcile", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "system", Event: "other", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "gate", Event: "PreToolUse", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "notify", Event: "review.requested", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "reconciler", Event: "tick", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "worker", Event: "command.exited", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "session", Event: "session.ended", Ref: "r"}, false},
+		{RoleWriter, &events.Cause{Kind: "bogus", Event: "x", Ref: "r"}, false},
+		{RoleWriter, nil, true},
+		{RoleWorker, &events.Cause{Kind: "session", Event: "session.ended", Ref: "r"}, true},
+		{RoleWorker, &events.Cause{Kind: "system", Event: "restart", Ref: "r"}, false},
+		{RoleServe, &events.Cause{Kind: "system", Event: "restart", Ref: "r"}, true},
+		{RoleServe, &events.Cause{Kind: "worker", Event: "command.exited", Ref: "r"}, true},
+		{RoleServe, &events.Cause{Kind: "bogus", Event: "x", Ref: "r"}, true},
+		{RoleAdmin, &events.Cause{Kind: "cli", Event: "x", Ref: "r"}, false},
+		{RoleAdmin, nil, true},
 	} {
 		if got := CausePermitted(tt.role, tt.c); got != tt.want {
 			t.Errorf("CausePermitted(%s, %+v) = %v, want %v", tt.role, tt.c, got, tt.want)
+		}
+	}
+}
+
+// The actors of serve's reconciler and notifier, of the workers and of
+// the admin's key events are their roles' alone (Actors); any other is
+// any role's.
+func TestActorRefusal(t *testing.T) {
+	for _, tt := range []struct {
+		role  Role
+		actor string
+		want  bool // refused
+	}{
+		{RoleServe, ActorReconciler, false},
+		{RoleWriter, ActorReconciler, true},
+		{RoleWriter, "logbook-notify", true},
+		{RoleWorker, "logbook-notify", true},
+		{RoleWriter, "logbook-worker", true},
+		{RoleWorker, "logbook-worker", false},
+		{RoleServe, "logbook-worker", false},
+		{RoleServe, "admin", true},
+		{RoleAdmin, "admin", false},
+		{RoleWriter, "claude-code", false},
+		{RoleWriter, "person:alice@h", false},
+		{RoleWorker, "", false},
+	} {
+		if got := ActorRefusal(tt.role, "p", tt.actor); (got != "") != tt.want {
+			t.Errorf("ActorRefusal(%s, %q) = %q, want refused %v", tt.role, tt.actor, got, tt.want)
 		}
 	}
 }

@@ -67,7 +67,9 @@ type Rule struct {
 // people (notification.sent), and what its reconciler saw
 // (obs.reconciler.tick) and decided (ServeFinding). A writer appends observations, session
 // decisions, workspaces and commands' requests; a worker the events of
-// its commands and their sessions, as WorkerPermits narrows them. The README's "What the log proves"
+// its commands and their sessions, as WorkerPermits narrows them.
+// Causes and Actors bound every role further by an event's cause and
+// actor. The README's "What the log proves"
 // mirrors this table.
 var Table = []Rule{
 	{RoleAdmin, true, []string{"key.", "signing.began"}},
@@ -78,19 +80,109 @@ var Table = []Rule{
 	{RoleWorker, true, []string{"command.", "session."}},
 }
 
-// CauseKinds bounds, for a role, the causes (events.Cause.Kind) of the
-// events it may append: a worker appends only what a worker decided (its
-// commands' starts and ends, its processes' sessions), never an event
-// that claims a person, the gate or a hook caused it. A role not listed
-// may append any cause its types allow. WorkerPermits narrows a worker's
-// events further, by their data and their aggregate's state.
-var CauseKinds = map[Role][]string{
-	RoleWorker: {CauseWorker},
+// CauseRule is one row of Causes: the roles whose code appends events
+// whose cause (events.Cause) has kind Kind and, when Event is not "",
+// event Event. By names that code.
+type CauseRule struct {
+	Kind  string
+	Event string
+	Roles []Role
+	By    string
 }
 
-// CauseWorker is the cause kind (events.Cause.Kind) of what a sandbox
-// worker decides.
-const CauseWorker = "worker"
+// Causes says which roles may append an event with a given cause: each
+// cause kind (and, for kind system, each event) is allowed only to the
+// roles whose code appends it. Serve is in every row: besides its own
+// gate, reconciler, notifier and workspace actor, it takes what hooks,
+// importers and people send it, and runs workers of its own that sign
+// with its key. A row with an Event is read before its kind's row
+// without one; a cause no row matches is serve's alone, and the admin
+// appends no cause at all (its key events carry none). An event without
+// a cause (an observation) is any role's its type allows. Refusal reads
+// this table; the README's "What the log proves" mirrors it.
+var Causes = []CauseRule{
+	{"hook", "", []Role{RoleServe, RoleWriter}, "a hook's observation decided (adapters/ingest, reducers/session): serve's intake, a hook writer"},
+	{"transcript", "", []Role{RoleServe, RoleWriter}, "a transcript line decided, or an import's divergence (adapters/ingest): serve's intake, an importer"},
+	{"cli", "", []Role{RoleServe, RoleWriter}, "a person's command: serve's API verbs (adapters/api, adapters/gate), the CLI's exec and workspaces (adapters/worker.Client, adapters/workspace)"},
+	{"system", "command.requested", []Role{RoleServe, RoleWriter}, "the evictions an exec's request makes (reducers/command.DecideRequest in adapters/worker.Client)"},
+	{"system", "reconcile", []Role{RoleServe}, "serve's reconciler ends a check run whose runner vanished (adapters/workspace.EndVanishedChecks)"},
+	{"system", "recover", []Role{RoleServe}, "serve's workspace actor takes over a materialization whose runner is gone (adapters/workspace.Manager.Follow)"},
+	{"system", "restart", []Role{RoleServe}, "serve's workspace actor interrupts a task after a restart (adapters/workspace.Manager.Follow)"},
+	{"system", "session seen", []Role{RoleServe}, "serve's workspace actor moves a task along from its sessions (adapters/workspace.Manager.Follow)"},
+	{events.CauseGate, "", []Role{RoleServe}, "serve's gate: reviews, verdicts and the breaker (adapters/gate)"},
+	{CauseReconciler, "", []Role{RoleServe}, "serve's reconciler (reducers/session on its tick)"},
+	{CauseNotify, "", []Role{RoleServe}, "serve's notifier (adapters/notify)"},
+	{CauseWorker, "", []Role{RoleServe, RoleWorker}, "a worker: a worker process, or serve's own (adapters/worker)"},
+	{CauseSession, "session.ended", []Role{RoleServe, RoleWorker}, "a worker stops its commands for their session's end (reducers/command.StopForSessionEnd in adapters/worker)"},
+}
+
+// Cause kinds of Causes that name no other package's constant.
+const (
+	// CauseWorker is the cause kind of what a sandbox worker decides.
+	CauseWorker = "worker"
+	// CauseNotify is the cause kind of what serve's notifier appends
+	// (adapters/notify.CauseKind).
+	CauseNotify = "notify"
+	// CauseSession is the cause kind of a command's stop that its
+	// session's end asks.
+	CauseSession = "session"
+)
+
+// CauseRoles returns the roles that may append an event with cause c by
+// Causes: the row of c's kind and event, else the row of its kind alone,
+// else serve alone. It returns nil for a nil c: no cause bounds it.
+func CauseRoles(c *events.Cause) []Role {
+	if c == nil {
+		return nil
+	}
+	var kind []Role
+	for _, r := range Causes {
+		if r.Kind != c.Kind {
+			continue
+		}
+		if r.Event == c.Event {
+			return r.Roles
+		}
+		if r.Event == "" {
+			kind = r.Roles
+		}
+	}
+	if kind == nil {
+		return serveOnly
+	}
+	return kind
+}
+
+var serveOnly = []Role{RoleServe}
+
+// Actors names the actors (events.Envelope.Actor) only some roles' code
+// appends, and those roles: serve's reconciler and notifier, the
+// workers (a worker process's, or serve's own), the admin's key events.
+// Any other actor (an agent, a person, a harness) is any role's.
+var Actors = map[string][]Role{
+	ActorReconciler:   {RoleServe},
+	"logbook-notify":  {RoleServe},
+	"logbook-worker":  {RoleServe, RoleWorker},
+	string(RoleAdmin): {RoleAdmin},
+}
+
+// ActorRefusal returns why role, the role of principal's key, may not
+// append an event whose actor is actor, by Actors; "" when it may.
+func ActorRefusal(role Role, principal, actor string) string {
+	if roles, ok := Actors[actor]; ok && !slices.Contains(roles, role) {
+		return fmt.Sprintf("role %s (%s) may not append an event by actor %s, which only %s appends", role, principal, actor, roleList(roles))
+	}
+	return ""
+}
+
+// roleList names roles in words: "serve", "serve or worker".
+func roleList(roles []Role) string {
+	s := make([]string, len(roles))
+	for i, r := range roles {
+		s[i] = string(r)
+	}
+	return strings.Join(s, " or ")
+}
 
 // What serve's reconciler appends, as adapters/ingest and
 // reducers/session name it: its observation's type, the cause kind of
@@ -163,10 +255,9 @@ func ServeFinding(rec events.Envelope) string {
 }
 
 // CausePermitted reports whether role may append an event with cause c
-// (nil: an event with none, an observation), by CauseKinds.
+// (nil: an event with none, an observation), by Causes (CauseRoles).
 func CausePermitted(role Role, c *events.Cause) bool {
-	kinds, bounded := CauseKinds[role]
-	return !bounded || c == nil || slices.Contains(kinds, c.Kind)
+	return c == nil || slices.Contains(CauseRoles(c), role)
 }
 
 // WorkerPermits returns why a worker's key (id key) may not append rec,
@@ -286,7 +377,7 @@ func WorkerPermits(rec events.Envelope, key string, st AggState) string {
 
 // Refusal returns why role, the role of principal's key, may not append
 // an event of type typ with cause c (nil: none), by Table (Permitted) and
-// CauseKinds (CausePermitted), in words naming the role, the principal
+// Causes (CausePermitted), in words naming the role, the principal
 // and the type or the cause; "" when it may. It is the one rule both
 // sides apply: a Verifier quarantines such an event as OutOfRole with
 // this reason, and an appender (adapters/natslog) refuses to send it.
@@ -301,10 +392,13 @@ func Refusal(role Role, principal, typ string, c *events.Cause) string {
 		return ""
 	}
 	if !CausePermitted(role, c) {
-		return fmt.Sprintf("role %s (%s) may append only what it caused itself, not an event caused by %s", role, principal, c.Kind)
-	}
-	if role != RoleServe && c != nil && c.Kind == CauseReconciler {
-		return fmt.Sprintf("role %s (%s) may not append an event caused by the reconciler: serve's decision", role, principal)
+		switch {
+		case c.Kind == CauseReconciler || c.Kind == "system" && c.Event == "reconcile":
+			return fmt.Sprintf("role %s (%s) may not append an event caused by the reconciler (%s/%s): serve's decision", role, principal, c.Kind, c.Event)
+		case role == RoleWorker:
+			return fmt.Sprintf("role %s (%s) may append only what it caused itself, not an event caused by %s/%s", role, principal, c.Kind, c.Event)
+		}
+		return fmt.Sprintf("role %s (%s) may not append an event caused by %s/%s, which only %s appends", role, principal, c.Kind, c.Event, roleList(CauseRoles(c)))
 	}
 	return ""
 }

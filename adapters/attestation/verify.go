@@ -281,8 +281,8 @@ func (st *AggState) Fold(seq uint64, rec events.Envelope, key string) {
 // Advance after each.
 //
 // An event a worker's key signed is judged by WorkerPermits, given st
-// (the zero AggState when st is nil); another role's by Table and
-// CauseKinds. An event that claims a finding of serve's reconciler
+// (the zero AggState when st is nil) too; every role's by Table, Causes
+// and Actors. An event that claims a finding of serve's reconciler
 // (ServeFinding) is OutOfRole unless serve's key signed it.
 //
 // With st, the state of rec's aggregate as of every event of it before
@@ -301,6 +301,11 @@ func (st *AggState) Fold(seq uint64, rec events.Envelope, key string) {
 // observed out of a read).
 func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) Verdict {
 	vd := v.judge(m, rec.Type, rec.Cause, pre)
+	if vd.Status == Attested {
+		if why := ActorRefusal(vd.Role, vd.Principal, rec.Actor); why != "" {
+			vd.Status, vd.Why = OutOfRole, why
+		}
+	}
 	if vd.Status == Attested && vd.Role != RoleServe && vd.Role != RoleAdmin {
 		if why := FindingRefusal(vd.Role, vd.Principal, ServeFinding(rec)); why != "" {
 			vd.Status, vd.Why = OutOfRole, why

@@ -99,13 +99,14 @@ func (e *RoleRefusedError) Unwrap() error { return ErrRoleRefused }
 // for a key not registered (CheckSigner refuses those). Call CatchUpKeys
 // first to judge by the key events other processes appended.
 func (l *Log) CheckRole(id, typ string, c *events.Cause) error {
-	return l.checkRole(id, typ, c, "")
+	return l.checkRole(id, typ, c, "", "")
 }
 
-// checkRole is CheckRole for an event that also claims finding, a
-// finding of serve's reconciler (attestation.ServeFinding; "" for
-// none), which only serve's key may append (attestation.FindingRefusal).
-func (l *Log) checkRole(id, typ string, c *events.Cause, finding string) error {
+// checkRole is CheckRole for an event by actor (attestation.ActorRefusal)
+// that also claims finding, a finding of serve's reconciler
+// (attestation.ServeFinding; "" for none), which only serve's key may
+// append (attestation.FindingRefusal).
+func (l *Log) checkRole(id, typ string, c *events.Cause, actor, finding string) error {
 	v := l.cfg.Verifier
 	if v == nil || id == "" || v.SigningFrom() == 0 {
 		return nil
@@ -119,6 +120,9 @@ func (l *Log) checkRole(id, typ string, c *events.Cause, finding string) error {
 		role, principal = k.Role, k.Principal
 	}
 	why := attestation.Refusal(role, principal, typ, c)
+	if why == "" {
+		why = attestation.ActorRefusal(role, principal, actor)
+	}
 	if why == "" && role != attestation.RoleAdmin {
 		why = attestation.FindingRefusal(role, principal, finding)
 	}
@@ -167,18 +171,18 @@ func (l *Log) CheckAppend(ctx context.Context, typ string, c *events.Cause) erro
 func (l *Log) checkRoles(r *request) error {
 	for i, m := range r.msgs {
 		var c *events.Cause
-		var finding string
+		var actor, finding string
 		if i < len(r.causes) {
 			if r.causes[i].has {
-				c = &events.Cause{Kind: r.causes[i].kind}
+				c = &events.Cause{Kind: r.causes[i].kind, Event: r.causes[i].event}
 			}
-			finding = r.causes[i].finding
+			actor, finding = r.causes[i].actor, r.causes[i].finding
 		}
 		var typ string
 		if v := m.Header[HeaderType]; len(v) > 0 {
 			typ = v[0]
 		}
-		if err := l.checkRole(r.keyID, typ, c, finding); err != nil {
+		if err := l.checkRole(r.keyID, typ, c, actor, finding); err != nil {
 			err.(*RoleRefusedError).Event = i
 			return err
 		}

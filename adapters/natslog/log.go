@@ -532,8 +532,9 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 		causes = make([]causeKind, n)
 		for i := range b.Events {
 			if c := b.Events[i].Cause; c != nil {
-				causes[i] = causeKind{kind: c.Kind, has: true}
+				causes[i] = causeKind{kind: c.Kind, event: c.Event, has: true}
 			}
+			causes[i].actor = b.Events[i].Actor
 			causes[i].finding = attestation.ServeFinding(b.Events[i])
 		}
 	}
@@ -551,12 +552,15 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 }
 
 // causeKind is what the role rule (attestation.Refusal) reads of an
-// event's cause: its kind, and whether it has one; and what it claims
-// that only serve's reconciler finds (attestation.ServeFinding, "" for
-// nothing), which attestation.FindingRefusal reads.
+// event's cause: its kind and event, and whether it has one; its actor,
+// which attestation.ActorRefusal reads; and what it claims that only
+// serve's reconciler finds (attestation.ServeFinding, "" for nothing),
+// which attestation.FindingRefusal reads.
 type causeKind struct {
 	kind    string
+	event   string
 	has     bool
+	actor   string
 	finding string
 }
 
