@@ -109,7 +109,6 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 	if err != nil {
 		return err
 	}
-	var note *quarantineNote
 	if id != (ulid.ULID{}) {
 		var found bool
 		if seq, found, err = b.log.FindEvent(ctx, b.reg, id); err != nil {
@@ -118,16 +117,12 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			return &exitError{codeError, fmt.Errorf("verify: --id %s: no such event in the log", id)}
 		}
 	}
-	// An event every fold leaves out is stored all the same: its proof
-	// is made as for any other, and why it is left out said.
-	if seq > 0 {
-		if note, err = quarantined(ctx, g, b, seq); err != nil {
-			return err
-		}
-	}
 	// Every event the log's reads leave out of every fold: a log that
 	// holds forged or damaged entries is not ok, whatever its tree says.
-	qn, qfirst, err := unattestedIn(ctx, g, b, js)
+	// An event every fold leaves out is stored all the same: its proof
+	// is made as for any other, and why it is left out said (the same
+	// read, which passes seq).
+	qn, qfirst, note, err := unattestedIn(ctx, g, b, js, seq)
 	if err != nil {
 		return err
 	}
@@ -224,18 +219,21 @@ func signedUnjudged(ctx context.Context, g *globals, b *backend) (uint64, error)
 	return l.SignedUnjudged(ctx)
 }
 
-// unattestedIn reads the whole of b's log as a reading command does
-// (quarantined's judgement, through serve's fast path where it holds)
-// and returns how many events every fold leaves out and the first of
-// them by sequence (nil when none).
-func unattestedIn(ctx context.Context, g *globals, b *backend, js jetstream.JetStream) (uint64, *replay.Unattested, error) {
+// unattestedIn reads the whole of b's log once, as a reading command
+// does (judged by the data dir's admin key, its own on its own server,
+// its pin on a cluster's, through serve's fast path where it holds; with
+// no pin unjudged, where only a message that does not decode is left
+// out), and returns how many events every fold leaves out, the first of
+// them by sequence (nil when none), and, for seq > 0, why the reads leave
+// the event message at seq out of every fold (nil when they fold it).
+func unattestedIn(ctx context.Context, g *globals, b *backend, js jetstream.JetStream, seq uint64) (uint64, *replay.Unattested, *quarantineNote, error) {
 	l, judged, err := readerLog(ctx, g, b)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer l.Close()
+	var note *quarantineNote
 	if !judged {
-		// No pin: only what does not decode is left out.
 		d := b.reg.NewDecoder()
 		var (
 			n     uint64
@@ -243,28 +241,34 @@ func unattestedIn(ctx context.Context, g *globals, b *backend, js jetstream.JetS
 		)
 		for m, err := range l.ReadRaw(ctx, events.SubjectEvents+".>", 1) {
 			if err != nil {
-				return 0, nil, err
+				return 0, nil, nil, err
 			}
 			if _, err := d.Decode(m.Data); err != nil {
 				if n++; first == nil {
 					first = &replay.Unattested{Seq: m.Seq, Subject: m.Subject, Status: "undecodable", Why: err.Error()}
 				}
+				if m.Seq == seq {
+					note = &quarantineNote{Seq: seq, Status: "undecodable", Why: err.Error()}
+				}
 			}
 		}
-		return n, first, nil
+		return n, first, note, nil
 	}
 	_, _ = merkle.UseFastPath(ctx, l, js, string(b.dd))
-	for _, err := range l.Read(events.WithQuarantined(ctx), 1) {
+	for r, err := range l.Read(events.WithQuarantined(ctx), 1) {
 		if err != nil {
-			return 0, nil, fmt.Errorf("verify: reading the log for unattested events: %w", err)
+			return 0, nil, nil, fmt.Errorf("verify: reading the log for unattested events: %w", err)
+		}
+		if seq > 0 && r.Seq == seq && r.Quarantined {
+			note = quarantinedAt(l, r)
 		}
 	}
 	us := unattested(l, "")
 	_, n := l.Quarantined()
 	if n == 0 || len(us) == 0 {
-		return 0, nil, nil
+		return 0, nil, note, nil
 	}
-	return n, &us[0], nil
+	return n, &us[0], note, nil
 }
 
 // verifyJSON is what `logbook verify --json` prints: the overall
@@ -297,52 +301,18 @@ type quarantineNote struct {
 	Why    string `json:"why"`
 }
 
-// quarantined returns why the reads of b's log leave the event message at
-// seq out of every fold, nil when they fold it. It reads the log up to
-// seq as a reading command does: judged by the data dir's admin key (its
-// own on its own server, its pin on a cluster's), or, with no pin,
-// unjudged, where only a message that does not decode is left out.
-func quarantined(ctx context.Context, g *globals, b *backend, seq uint64) (*quarantineNote, error) {
-	l, judged, err := readerLog(ctx, g, b)
-	if err != nil {
-		return nil, err
+// quarantinedAt returns why l's reads leave r, a record they marked
+// quarantined, out of every fold: the verdict l remembers of its
+// sequence, or r's signer status when l remembers none (past the first
+// 10,000).
+func quarantinedAt(l *natslog.Log, r events.Record) *quarantineNote {
+	qs, _ := l.Quarantined()
+	for _, q := range qs {
+		if q.Seq == r.Seq {
+			return &quarantineNote{Seq: r.Seq, Status: string(q.Verdict.Status), Why: q.Verdict.Why}
+		}
 	}
-	defer l.Close()
-	if !judged {
-		d := b.reg.NewDecoder()
-		for m, err := range l.ReadRaw(ctx, events.SubjectEvents+".>", seq) {
-			if err != nil {
-				return nil, err
-			}
-			if m.Seq != seq {
-				break
-			}
-			if _, err := d.Decode(m.Data); err != nil {
-				return &quarantineNote{Seq: seq, Status: "undecodable", Why: err.Error()}, nil
-			}
-			break
-		}
-		return nil, nil
-	}
-	for r, err := range l.Read(events.WithQuarantined(ctx), 1) {
-		if err != nil {
-			return nil, fmt.Errorf("verify: reading the log up to seq %d: %w", seq, err)
-		}
-		if r.Seq < seq {
-			continue
-		}
-		if r.Seq > seq || !r.Quarantined {
-			return nil, nil
-		}
-		qs, _ := l.Quarantined()
-		for _, q := range qs {
-			if q.Seq == seq {
-				return &quarantineNote{Seq: seq, Status: string(q.Verdict.Status), Why: q.Verdict.Why}, nil
-			}
-		}
-		return &quarantineNote{Seq: seq, Status: cmp.Or(r.Signer.Status, "quarantined"), Why: "the log's reads leave it out"}, nil
-	}
-	return nil, nil
+	return &quarantineNote{Seq: r.Seq, Status: cmp.Or(r.Signer.Status, "quarantined"), Why: "the log's reads leave it out"}
 }
 
 // readerLog opens b's log as a reading command does: judged by the data
