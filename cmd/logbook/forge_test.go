@@ -232,6 +232,25 @@ func TestForgedReconcilerEnd_Quarantined(t *testing.T) {
 	if code != 1 || !strings.Contains(out, fmt.Sprintf("seq %d session.ended", seq)) || strings.Contains(out, "all agree") || !strings.Contains(out, "1 unattested event") {
 		t.Errorf("replay --rederive: exit %d, want 1 naming seq %d session.ended, one unattested event, and no \"all agree\":\n%s%s", code, seq, out, errOut)
 	}
+	// --json counts it as verify --json does.
+	out, errOut, code = cliExit(t, r.data, "--json", "replay", "--rederive", "--session", r.sid)
+	var rj struct {
+		Unattested      *int `json:"unattested"`
+		FirstUnattested *struct {
+			Seq    uint64 `json:"seq"`
+			Status string `json:"status"`
+		} `json:"first_unattested"`
+	}
+	if err := json.Unmarshal([]byte(out), &rj); err != nil || code != 1 || rj.Unattested == nil || *rj.Unattested != 1 ||
+		rj.FirstUnattested == nil || rj.FirstUnattested.Seq != seq || rj.FirstUnattested.Status != "out-of-role" {
+		t.Errorf("replay --rederive --json: exit %d, %v, want 1 with \"unattested\": 1 and first_unattested seq %d out-of-role:\n%s%s", code, err, seq, out, errOut)
+	}
+	// verify --seq of it says why every fold leaves it out, from the
+	// one read that counts the unattested events.
+	out, errOut, code = cliExit(t, r.data, "verify", "--seq", fmt.Sprint(seq))
+	if want := fmt.Sprintf("seq %d: the event message is in the log but QUARANTINED (out-of-role: role writer", seq); code != 1 || !strings.Contains(out, want) || !strings.Contains(out, "NOT OK: 1 event is") {
+		t.Errorf("verify --seq %d: exit %d, want 1 with %q and the unattested count:\n%s%s", seq, code, want, out, errOut)
+	}
 	out, errOut, code = cliExit(t, r.data, "verify")
 	want := fmt.Sprintf("NOT OK: 1 event is in the log unattested (quarantined: left out of every fold), the first at seq %d: session.ended on %s, out-of-role: role writer", seq, agg.Subject())
 	if code != 1 || !strings.Contains(out, want) || strings.Contains(out, "ok: ") || !strings.Contains(errOut, "1 unattested event") {
