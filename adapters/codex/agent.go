@@ -53,13 +53,15 @@ func parserOf(r ingest.Redaction) *Parser {
 }
 
 // openImport starts a Codex CLI import: one rollout a unit, --workers of
-// them at once.
+// them at once, the sessions the log holds nothing of found first
+// (Ingester.KnowNew) and not read.
 func openImport(_ context.Context, env ingest.ImportEnv) (ingest.Runner[string], func(), error) {
 	var r ingest.Runner[string]
 	ing, err := NewIngester(IngestConfig{Log: env.Log, Reg: env.Reg, Parser: parserOf(env.Redaction), Host: env.Host, SkipInvalid: env.SkipInvalid, AsNew: env.AsNew, Private: env.Private})
 	if err != nil {
 		return r, nil, err
 	}
+	r.Begin = ing.KnowNew
 	r.Workers = env.Workers
 	r.Import = func(ctx context.Context, path string, line func()) ([]ingest.FileResult, error) {
 		res, err := ing.ImportFile(ctx, path, func(int) { line() })

@@ -116,6 +116,35 @@ func sessionOf(path string, l ingest.Line, err error) events.Aggregate {
 	return events.Aggregate{Kind: events.KindSession, ID: id}
 }
 
+// KnowNew tells the ingester which sessions of paths, the rollouts an
+// import is about to read, the log holds nothing of
+// (ingest.Ingester.KnowNew), before the import's first append: each
+// rollout's session (SessionOf: its first line, else its file name),
+// found new in few requests, is then imported without being read from
+// the log. A rollout that cannot be opened, or that leads into a
+// private dir, is left out: its import reports why.
+func (in *Ingester) KnowNew(ctx context.Context, paths []string) {
+	aggs := make([]events.Aggregate, 0, len(paths))
+	seen := make(map[events.Aggregate]bool, len(paths))
+	for _, path := range paths {
+		if ingest.CheckPrivate(path, in.base.Private()) != nil {
+			continue
+		}
+		f, _, err := ingest.OpenTranscript(path, in.base.Private())
+		if err != nil {
+			continue
+		}
+		l, err := ingest.FirstLineOf(f, path)
+		f.Close()
+		agg := sessionOf(path, l, err)
+		if agg.Validate() == nil && !seen[agg] {
+			seen[agg] = true
+			aggs = append(aggs, agg)
+		}
+	}
+	in.base.KnowNew(ctx, aggs)
+}
+
 // ImportFile imports the rollout at path into its session (SessionOf)
 // from the line after the session's cursor, as ingest.Ingester.ImportFile
 // does: it stops at a torn last line (reported, not an error) and at the
