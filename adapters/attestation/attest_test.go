@@ -2,7 +2,10 @@ package attestation
 
 import (
 	"encoding/json"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -155,5 +158,61 @@ func TestSignedForm(t *testing.T) {
 	}
 	if string(Signed("s", "12", nil)) != "logbook event signature v1\ns\n12\n" {
 		t.Errorf("Signed with expect 12 = %q", Signed("s", "12", nil))
+	}
+}
+
+// causeLiteral matches a cause written out in the code: its kind and
+// event when both are string literals.
+var causeLiteral = regexp.MustCompile(`Cause\{\s*Kind:\s*"([^"]+)",\s*Event:\s*"([^"]*)"`)
+
+// Every cause the module's code writes out (outside tests and the
+// benchmarks' and checkers' own logs) has its row in Causes: one whose
+// kind no row names would be quarantined as out of every role but
+// serve's, and for kind system each event has its own row.
+func TestCauses_NameEveryCauseInTheCode(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch rel {
+			case "testdata", filepath.Join("cmd", "logbook", "internal", "bench"), filepath.Join("adapters", "natslog", "lincheck"), filepath.Join("projections", "synth"):
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range causeLiteral.FindAllStringSubmatch(string(b), -1) {
+			found++
+			kind, event := m[1], m[2]
+			named := false
+			for _, r := range Causes {
+				if r.Kind == kind && (r.Event == event || r.Event == "" && kind != "system") {
+					named = true
+				}
+			}
+			if !named {
+				t.Errorf("%s: cause %s/%s has no row in Causes", rel, kind, event)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 10 {
+		t.Fatalf("found %d causes written out in the code; the pattern no longer matches how they are written", found)
 	}
 }
