@@ -37,6 +37,9 @@ const StaleTrigger = time.Hour
 // CauseKind is the cause kind of notification.sent.
 const CauseKind = "notify"
 
+// Actor is the actor of notification.sent.
+const Actor = "logbook-notify"
+
 // Notifier tells people of events by the rules of notify.toml: it takes
 // the events of Filters off the durable consumer DurableName, shared by
 // every notifier on the stream (each message goes to one of them), and
@@ -505,7 +508,7 @@ func (n *Notifier) tell(ctx context.Context, t Trigger, s Sink, rec events.Recor
 	e := n.Registry.New(sent)
 	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), agg, 1, n.now().Truncate(time.Microsecond)
 	e.Cause = &events.Cause{Kind: CauseKind, Event: rec.Type, Detail: t.Rule.Name, Ref: rec.ID.String()}
-	e.Host, e.Actor = n.Host, "logbook-notify"
+	e.Host, e.Actor = n.Host, Actor
 	if _, err := n.Log.Append(ctx, events.Batch{Agg: agg, Expect: 0, Events: []events.Envelope{e}}); err != nil && !errors.Is(err, events.ErrConflict) {
 		return fmt.Errorf("rule %s, sink %s: sent, but not recorded: %w", t.Rule.Name, s.Name, err)
 	}
