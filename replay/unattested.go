@@ -63,3 +63,26 @@ func WithUnattested(items []Item, us []Unattested) []Item {
 	}
 	return append(out, items[i:]...)
 }
+
+// RederiveReport is what `logbook replay --rederive --json` prints and
+// GET /v1/sessions/{id}/rederive answers: the Rederivation, and, as
+// `logbook verify --json` says of the whole log, how many of the
+// session's events the read left out of the fold as unattested
+// (Unattested) and the first of them by sequence (FirstUnattested, nil
+// when none).
+type RederiveReport struct {
+	Rederivation
+	Unattested      int         `json:"unattested"`
+	FirstUnattested *Unattested `json:"first_unattested,omitempty"`
+}
+
+// NewRederiveReport returns the report of r with us, the session's
+// unattested events in stream order.
+func NewRederiveReport(r Rederivation, us []Unattested) RederiveReport {
+	rep := RederiveReport{Rederivation: r, Unattested: len(us)}
+	if len(us) > 0 {
+		u := us[0]
+		rep.FirstUnattested = &u
+	}
+	return rep
+}

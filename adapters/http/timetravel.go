@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/replay"
 )
@@ -55,8 +56,10 @@ func (s *Server) sessionAt(w http.ResponseWriter, r *http.Request) {
 // rederive answers GET /v1/sessions/{id}/rederive: today's session
 // reducer run over the session's stored observations, and the first one
 // whose decisions differ from the recorded ones with both lists
-// (replay.Rederive, as `logbook replay --rederive --session ID --json`
-// prints it). A divergence is an answer (200), not an error.
+// (replay.Rederive), with the session's events the server's reads left
+// out as unattested (replay.RederiveReport, as `logbook replay
+// --rederive --session ID --json` prints it). A divergence is an answer
+// (200), not an error.
 func (s *Server) rederive(w http.ResponseWriter, r *http.Request) {
 	id, err := s.resolveSession(r.PathValue("id"))
 	if err != nil {
@@ -68,5 +71,27 @@ func (s *Server) rederive(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	subject := events.Aggregate{Kind: events.KindSession, ID: id}.Subject()
+	writeJSON(w, http.StatusOK, replay.NewRederiveReport(rep, unattestedOf(s.log, subject)))
+}
+
+// unattestedOf returns the events of subject l's reads left out as
+// unattested, in stream order, as far as l remembers them; none when l
+// does not judge (no natslog.Log).
+func unattestedOf(l events.Log, subject string) []replay.Unattested {
+	q, ok := l.(interface {
+		Quarantined() ([]natslog.Quarantined, uint64)
+	})
+	if !ok {
+		return nil
+	}
+	qs, _ := q.Quarantined()
+	var out []replay.Unattested
+	for _, q := range qs {
+		if q.Subject == subject {
+			out = append(out, replay.Unattested{Seq: q.Seq, Subject: q.Subject, Type: q.Type, ID: q.ID, At: q.At, Status: string(q.Verdict.Status),
+				Key: q.Verdict.Key, Principal: q.Verdict.Principal, Role: string(q.Verdict.Role), Why: q.Verdict.Why})
+		}
+	}
+	return out
 }

@@ -93,11 +93,7 @@ decided (exit 1 when any do).
 				// The events of the session the log left out as
 				// unattested: neither folded nor decided again.
 				us := unattested(b.log, p.Agg.Subject())
-				rj := rederiveJSON{Rederivation: r, Unattested: len(us)}
-				if len(us) > 0 {
-					rj.FirstUnattested = &us[0]
-				}
-				if err := emit(g, rj, func(w io.Writer) error { return term.Rederivation(w, r, len(us)) }); err != nil {
+				if err := emit(g, replay.NewRederiveReport(r, us), func(w io.Writer) error { return term.Rederivation(w, r, len(us)) }); err != nil {
 					return err
 				}
 				if !r.Agree() {
@@ -153,17 +149,6 @@ decided (exit 1 when any do).
 	f.BoolVar(&dump, "dump", false, "print one line per record instead")
 	logWaitFlag(cmd, g)
 	return cmd
-}
-
-// rederiveJSON is what `logbook replay --rederive --json` prints: the
-// rederivation, and as `verify --json` says of the whole log, how many
-// of the session's events its reads left out of the fold as unattested
-// (Unattested) and the first of them by sequence (FirstUnattested, nil
-// when none).
-type rederiveJSON struct {
-	replay.Rederivation
-	Unattested      int                `json:"unattested"`
-	FirstUnattested *replay.Unattested `json:"first_unattested,omitempty"`
 }
 
 // replayFlagsAlone refuses, as a usage error, a flag of replay the mode
