@@ -6,14 +6,21 @@ import (
 )
 
 // Process identifies one operating-system process instance: a pid is
-// reused, so the process's start time and the host's boot id go with it.
-// Hooks record the agent process they run under (Observation.Process);
-// the reconciler checks whether it still lives.
+// reused, so the process's start time and the host's boot id go with it,
+// and a pid means a process only in one PID namespace, so that goes with
+// it too. Hooks record the agent process they run under
+// (Observation.Process); the reconciler checks whether it still lives.
 type Process struct {
 	PID   int    `json:"pid"`
-	Start uint64 `json:"start"`          // start time in clock ticks after boot: field 22 of /proc/<pid>/stat
-	Host  string `json:"host"`           // host name
-	Boot  string `json:"boot_id"`        // /proc/sys/kernel/random/boot_id of the host, "" if unknown
+	Start uint64 `json:"start"`   // start time in clock ticks after boot: field 22 of /proc/<pid>/stat
+	Host  string `json:"host"`    // host name
+	Boot  string `json:"boot_id"` // /proc/sys/kernel/random/boot_id of the host, "" if unknown
+	// PidNS is the PID namespace that PID and Chain's pids are numbered
+	// in, as `readlink /proc/self/ns/pid` names it on Host, e.g.
+	// "pid:[4026531836]"; PidNSUnknown when the recorder could not name
+	// it (its /proc showed another namespace's pids). "" on processes
+	// recorded before it was kept: checked as if of the checker's own.
+	PidNS string `json:"pid_ns,omitempty"`
 	Comm  string `json:"comm,omitempty"` // the process's command name, e.g. "claude", for people
 	// Chain is set on the process a hook recorded (Observation.Process):
 	// that process first, then each of its ancestors that is not a shell
@@ -27,11 +34,16 @@ type Process struct {
 	Chain []ProcessRef `json:"chain,omitempty"`
 }
 
+// PidNSUnknown is Process.PidNS of a process whose PID namespace its
+// recorder could not name: no checker ever looks its pid up.
+const PidNSUnknown = "unknown"
+
 // MaxChain is the most entries a Process.Chain holds; a session reads no
 // more of a longer one.
 const MaxChain = 64
 
-// ProcessRef is one process of a Process.Chain, on its host and boot.
+// ProcessRef is one process of a Process.Chain, on its host and boot,
+// its pid in the chain's PID namespace.
 type ProcessRef struct {
 	PID   int    `json:"pid"`
 	Start uint64 `json:"start"`          // start time in clock ticks after boot: field 22 of /proc/<pid>/stat
@@ -39,9 +51,9 @@ type ProcessRef struct {
 }
 
 // Same reports whether p and q name the same process instance: same pid,
-// start time, host and boot.
+// start time, host, boot and PID namespace.
 func (p Process) Same(q Process) bool {
-	return p.PID == q.PID && p.Start == q.Start && p.Host == q.Host && p.Boot == q.Boot
+	return p.PID == q.PID && p.Start == q.Start && p.Host == q.Host && p.Boot == q.Boot && p.PidNS == q.PidNS
 }
 
 // String describes p, e.g. "pid 4242 (claude) on build-3".
@@ -57,7 +69,7 @@ func (p Process) String() string {
 const (
 	ProcessAlive   = "alive"   // the same process instance runs
 	ProcessGone    = "gone"    // no such process instance: it exited, its pid was reused, or the host booted since
-	ProcessUnknown = "unknown" // could not be checked here: another host, or /proc unreadable
+	ProcessUnknown = "unknown" // could not be checked here: another host or PID namespace, or /proc unreadable
 )
 
 // ProcessCheck is what checking a process found.

@@ -387,9 +387,10 @@ func agentTime(o *events.Observation) (time.Time, bool) {
 // without a chain (recorded before chains were kept) is the agent, as it
 // was then. One with its chain becomes HookProcess, and the agent is the
 // deepest process of its chain that the previous HookProcess's chain
-// holds too (same pid and start time, same host and boot): nil when
-// there was none or they share none. An intermediate process differs
-// from hook to hook; the agent that runs them all is common to all.
+// holds too (same pid and start time, same host, boot and PID
+// namespace): nil when there was none or they share none. An
+// intermediate process differs from hook to hook; the agent that runs
+// them all is common to all.
 func (s *State) foldAgent(p events.Process) {
 	if len(p.Chain) == 0 {
 		p.Chain = nil
@@ -402,16 +403,17 @@ func (s *State) foldAgent(p events.Process) {
 }
 
 // commonProcess returns the first process of cur's chain that prev's
-// chain holds too, as a Process on their host and boot without a chain;
-// nil when prev is nil, on another host or boot, or shares none.
+// chain holds too, as a Process on their host, boot and PID namespace
+// without a chain; nil when prev is nil, on another host, boot or PID
+// namespace (its pids number other processes), or shares none.
 func commonProcess(prev, cur *events.Process) *events.Process {
-	if prev == nil || prev.Host != cur.Host || prev.Boot != cur.Boot {
+	if prev == nil || prev.Host != cur.Host || prev.Boot != cur.Boot || prev.PidNS != cur.PidNS {
 		return nil
 	}
 	for _, r := range cur.Chain {
 		for _, q := range prev.Chain {
 			if r.PID == q.PID && r.Start == q.Start {
-				return &events.Process{PID: r.PID, Start: r.Start, Host: cur.Host, Boot: cur.Boot, Comm: r.Comm}
+				return &events.Process{PID: r.PID, Start: r.Start, Host: cur.Host, Boot: cur.Boot, PidNS: cur.PidNS, Comm: r.Comm}
 			}
 		}
 	}

@@ -256,6 +256,39 @@ func TestDecide_TickAgentFromChains(t *testing.T) {
 			t.Fatalf("agent process = %+v after a hook on another host", h.s.AgentProcess)
 		}
 	})
+	t.Run("OtherPidNamespace", func(t *testing.T) {
+		// The same pids in another PID namespace are other processes:
+		// the chains share none, and a check of the agent's pid in
+		// another namespace than its own is about another process.
+		h := open(t)
+		p := via(disp(3), agent, shell)
+		p.PidNS = "pid:[4026532253]"
+		h.hookFrom(p, "hook:3", sig(events.SigPrompt, "id", "p2"))
+		if h.s.AgentProcess != nil {
+			t.Fatalf("agent process = %+v after a hook in another PID namespace", h.s.AgentProcess)
+		}
+		h.hookFrom(via(disp(4), agent, shell), "hook:4", sig(events.SigPrompt, "id", "p3"))
+		h.hookFrom(via(disp(5), agent, shell), "hook:5", sig(events.SigPrompt, "id", "p4"))
+		if a := h.s.AgentProcess; a == nil || a.PID != agent.PID || a.PidNS != "" {
+			t.Fatalf("agent process = %+v, want pid %d with no PID namespace", a, agent.PID)
+		}
+		c := gone(agent)
+		c.Process.PidNS = "pid:[4026532253]"
+		if got := h.tick(h.s.ObservedAt.Add(time.Second), 30*time.Minute, c); got != nil {
+			t.Fatalf("pid %d gone in another PID namespace decided %v", agent.PID, types(got))
+		}
+	})
+	t.Run("SamePidNamespace", func(t *testing.T) {
+		h := newHistory(t)
+		for i := range 2 {
+			p := via(disp(i), agent, shell)
+			p.PidNS = "pid:[4026532253]"
+			h.hookFrom(p, fmt.Sprintf("hook:%d", i), sig(events.SigPrompt, "id", fmt.Sprintf("p%d", i)))
+		}
+		if a := h.s.AgentProcess; a == nil || a.PID != agent.PID || a.PidNS != "pid:[4026532253]" {
+			t.Fatalf("agent process = %+v, want pid %d in its PID namespace", a, agent.PID)
+		}
+	})
 }
 
 // TestDecide_TickOneHookChain: before two hooks agree on the agent, the
