@@ -154,6 +154,10 @@ func AgentProcess(pid int, host, boot string) (*events.Process, error) {
 // BootID is hookspool.BootID: the host's boot id, "" when unknown.
 func BootID() string { return hookspool.BootID() }
 
+// PidNS is hookspool.PidNS: the PID namespace whose pids this process's
+// /proc shows, e.g. "pid:[4026531836]"; "" when it cannot say.
+func PidNS() string { return hookspool.PidNS() }
+
 // CheckProcess is hookspool.CheckProcess: whether process p still runs,
 // checked on this host (name host, boot id boot).
 func CheckProcess(p events.Process, host, boot string) events.ProcessCheck {

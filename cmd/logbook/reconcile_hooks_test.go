@@ -451,3 +451,142 @@ func TestReconciler_DispatcherIsNotTheAgent(t *testing.T) {
 		t.Errorf("after the agent was killed: %s (%s), want ended agent_gone", st.Phase, st.EndReason)
 	}
 }
+
+// TestReconciler_AgentInPidNamespace: an agent in a PID namespace of its
+// own that keeps this host's name and boot id (as bwrap --unshare-pid,
+// unshare -p, a container on the host's network have it) sends its hooks
+// from in there: the pids they record number the namespace's processes,
+// not this one's, where the same pid is another process or none. Its
+// hooks name that namespace, so the reconciler never looks its pid up
+// here: a pass with the agent alive marks nothing, and neither does one
+// after it was killed (no process check, as for an agent on another
+// host), nor does any record claim it gone. Once with /proc mounted for
+// the namespace, once with this host's /proc left in place, whose pids
+// the hook cannot name a namespace for.
+func TestReconciler_AgentInPidNamespace(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare")
+	}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"mount-proc", []string{"--mount-proc"}},
+		{"host-proc", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := append([]string{"--user", "--map-root-user", "--pid", "--fork", "--kill-child"}, tc.flags...)
+			if out, err := exec.Command(unshare, append(ns, "true")...).CombinedOutput(); err != nil {
+				t.Skipf("unshare %s: %v: %s", strings.Join(ns, " "), err, out)
+			}
+			testAgentInPidNamespace(t, unshare, ns, tc.name == "mount-proc")
+		})
+	}
+}
+
+func testAgentInPidNamespace(t *testing.T, unshare string, ns []string, ownProc bool) {
+	ctx := t.Context()
+	data := filepath.Join(t.TempDir(), "data")
+	b, svc, in := hookSocketService(t, data)
+
+	bin := hookBin(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(bin, "fakeagent")); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	script := ""
+	for _, ev := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse"} {
+		name := filepath.Join(work, ev+".json")
+		if err := os.WriteFile(name, []byte(goneHook(ev, "tu_1")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		script += "logbook-hook --data " + data + " claude < " + name + " && "
+	}
+	// The namespace's first process is a shell that does not exec the
+	// agent: the agent is pid 2 in there, and pid 2 here is another
+	// process (a kernel thread).
+	out := &syncBuffer{}
+	agent := exec.Command(unshare, append(ns, "sh", "-c", `"$@"; exit $?`, "sh", filepath.Join(bin, "fakeagent"), script+"true")...)
+	agent.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "FAKEAGENT_DONE=" + filepath.Join(work, "done")}
+	agent.Stdout, agent.Stderr = out, out
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		agent.Process.Kill()
+		agent.Wait()
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(work, "done")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not send its hooks:\n%s", out.String())
+		}
+	}
+	if _, err := in.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.CaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := spooled(t, data); len(left) != 0 {
+		t.Fatalf("spooled %v, want every hook taken on the socket\n%s", left, out.String())
+	}
+
+	st, err := svc.Store.Session(goneSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := st.AgentProcess
+	if p == nil || p.Comm != "fakeagent" {
+		t.Fatalf("agent process %+v, want the agent (fakeagent)", p)
+	}
+	own := claude.PidNS()
+	if own == "" {
+		t.Fatal("this test's own PID namespace is unknown")
+	}
+	if ownProc {
+		// The namespace the agent is in, as this host names it: the one
+		// unshare made for its children.
+		inner, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid_for_children", agent.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.PID != 2 || p.PidNS != inner || inner == "" || inner == own {
+			t.Fatalf("agent process %+v, want pid 2 in the namespace %q (this one is %s)", p, inner, own)
+		}
+	} else if p.PidNS != events.PidNSUnknown {
+		t.Fatalf("agent process %+v, want PID namespace %q: /proc is not the namespace's", p, events.PidNSUnknown)
+	}
+
+	host, _ := os.Hostname()
+	r := reconcile.New(reconcile.Config{Service: svc, Interval: reconcile.MinInterval, Host: host, Boot: claude.BootID(),
+		Report: func(msg string) { t.Logf("reconciler: %s", msg) }})
+	if n, err := r.Pass(ctx); err != nil || n != 0 {
+		t.Fatalf("pass with the agent alive: %d marked, %v; want none", n, err)
+	}
+	if err := agent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	agent.Wait()
+	if n, err := r.Pass(ctx); err != nil || n != 0 {
+		t.Fatalf("pass with the agent killed: %d marked, %v; want none: its pid cannot be looked up here", n, err)
+	}
+	for _, rec := range goneRecords(t, b) {
+		if rec.Actor == claude.ActorReconciler {
+			t.Fatalf("seq %d: %s by the reconciler about an agent it cannot see", rec.Seq, rec.Type)
+		}
+	}
+	if st, err = svc.Store.Session(goneSession); err != nil {
+		t.Fatal(err)
+	}
+	if st.Phase != events.PhaseWorking {
+		t.Errorf("session %s (%s), want working", st.Phase, st.EndReason)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -14,7 +15,9 @@ import (
 
 // Process detection follows Linux procfs: /proc/<pid>/stat (proc(5):
 // field 2 comm in parentheses, field 4 ppid, field 22 starttime in clock
-// ticks after boot) and /proc/sys/kernel/random/boot_id.
+// ticks after boot), /proc/sys/kernel/random/boot_id, and for the PID
+// namespace /proc/self/ns/pid and the NSpid line of /proc/self/status
+// (pid_namespaces(7)).
 
 // passThrough reports whether comm names a program that stands between
 // an agent and the hook it runs without being the agent: a shell (Claude
@@ -62,7 +65,13 @@ func readProc(path string) ([]byte, error) {
 
 // readStat reads /proc/<pid>/stat. It fails if there is no such process.
 func readStat(pid int) (procStat, error) {
-	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/stat")
+	return readStatAt("/proc/" + strconv.Itoa(pid) + "/stat")
+}
+
+// readStatAt reads the stat file at path, /proc/<pid>/stat or
+// /proc/self/stat. Errors name path.
+func readStatAt(path string) (procStat, error) {
+	b, err := readProc(path)
 	if err != nil {
 		return procStat{}, err
 	}
@@ -70,23 +79,74 @@ func readStat(pid int) (procStat, error) {
 	// parentheses: it ends at the last ')'.
 	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
 	if i < 0 || j < i {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+		return procStat{}, fmt.Errorf("%s: no command name", path)
 	}
 	f := strings.Fields(string(b[j+1:]))
 	const ppidAt, startAt = 4 - 3, 22 - 3 // fields after the name start at field 3
 	if len(f) <= startAt {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+		return procStat{}, fmt.Errorf("%s: %d fields", path, len(f)+2)
 	}
 	ppid, err := strconv.Atoi(f[ppidAt])
 	if err != nil {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: ppid: %w", pid, err)
+		return procStat{}, fmt.Errorf("%s: ppid: %w", path, err)
 	}
 	start, err := strconv.ParseUint(f[startAt], 10, 64)
 	if err != nil {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: starttime: %w", pid, err)
+		return procStat{}, fmt.Errorf("%s: starttime: %w", path, err)
 	}
 	return procStat{comm: string(b[i+1 : j]), state: f[0], ppid: ppid, start: start}, nil
 }
+
+// maxStatus is the most PidNS reads of /proc/self/status: its Groups
+// line, before NSpid, may be long.
+const maxStatus = 64 << 10
+
+// PidNS returns the PID namespace whose pids this process's /proc
+// shows, as `readlink /proc/self/ns/pid` names it, e.g.
+// "pid:[4026531836]": the namespace that the pids AgentProcess and
+// CheckProcess read from /proc are of. It is "" when it cannot say:
+// when /proc is another namespace's (one above this process's, where
+// the NSpid line of /proc/self/status lists more than its own pid, or
+// one it is not in, where there is no /proc/self), or cannot be read.
+// A user namespace changes nothing: a namespace's name is the same
+// seen from any.
+func PidNS() string {
+	const path = "/proc/self/status"
+	fd, err := openFile(path, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return ""
+	}
+	b, err := readFD(fd, path, 2<<10, maxStatus)
+	unix.Close(fd)
+	if err != nil || !ownNSpid(b, unix.Getpid()) {
+		return ""
+	}
+	var buf [64]byte
+	n, err := unix.Readlink("/proc/self/ns/pid", buf[:])
+	if err != nil || n == len(buf) || !bytes.HasPrefix(buf[:n], []byte("pid:[")) {
+		return ""
+	}
+	return string(buf[:n])
+}
+
+// ownNSpid reports whether status, the contents of /proc/self/status,
+// shows the process whose own pid is pid by that pid alone: its NSpid
+// line lists its pid in each PID namespace from the one /proc belongs
+// to down to its own, so a single entry equal to pid means /proc is its
+// own namespace's. false without an NSpid line (Linux before 4.1).
+func ownNSpid(status []byte, pid int) bool {
+	for line := range bytes.SplitSeq(status, []byte{'\n'}) {
+		if f, ok := bytes.CutPrefix(line, []byte("NSpid:")); ok {
+			pids := strings.Fields(string(f))
+			return len(pids) == 1 && pids[0] == strconv.Itoa(pid)
+		}
+	}
+	return false
+}
+
+// ownPidNS is PidNS of this process, read once: a process's PID
+// namespace never changes.
+var ownPidNS = sync.OnceValue(PidNS)
 
 // BootID returns the host's boot id, "" when unknown.
 func BootID() string {
@@ -111,16 +171,30 @@ func BootID() string {
 // exited meanwhile). It returns nil and no error when the walk reaches
 // init (pid 1) or the chain of ancestors is longer than 64 processes
 // before one is found; an error when /proc cannot be read. host and boot
-// are stamped on the result.
+// are stamped on the result, and the PID namespace its pids are of
+// (PidNS), events.PidNSUnknown when /proc is not this process's own
+// namespace's: then pid, when it is this process's, is read as
+// /proc/self, and the chain is /proc's pids, which no checker looks up.
 func AgentProcess(pid int, host, boot string) (*events.Process, error) {
+	ns := PidNS()
 	var st procStat
-	if pid == unix.Getpid() {
+	var err error
+	switch {
+	case pid == unix.Getpid() && ns != "":
 		st.ppid = unix.Getppid() // what its stat would say, without reading it
-	} else {
-		var err error
+	case pid == unix.Getpid():
+		// getppid numbers the parent in this process's namespace, /proc
+		// in another: the walk goes by /proc's numbers throughout.
+		if st, err = readStatAt("/proc/self/stat"); err != nil {
+			return nil, fmt.Errorf("find agent process: %w", err)
+		}
+	default:
 		if st, err = readStat(pid); err != nil {
 			return nil, fmt.Errorf("find agent process: %w", err)
 		}
+	}
+	if ns == "" {
+		ns = events.PidNSUnknown
 	}
 	var agent *events.Process
 	for range 64 {
@@ -128,7 +202,6 @@ func AgentProcess(pid int, host, boot string) (*events.Process, error) {
 			break
 		}
 		cur := st.ppid
-		var err error
 		if st, err = readStat(cur); err != nil {
 			if agent != nil {
 				break // an ancestor gone since: the chain up to it
@@ -139,7 +212,7 @@ func AgentProcess(pid int, host, boot string) (*events.Process, error) {
 			continue
 		}
 		if agent == nil {
-			agent = &events.Process{PID: cur, Start: st.start, Host: host, Boot: boot, Comm: st.comm}
+			agent = &events.Process{PID: cur, Start: st.start, Host: host, Boot: boot, PidNS: ns, Comm: st.comm}
 		}
 		agent.Chain = append(agent.Chain, events.ProcessRef{PID: cur, Start: st.start, Comm: st.comm})
 		if len(agent.Chain) == events.MaxChain {
@@ -153,7 +226,10 @@ func AgentProcess(pid int, host, boot string) (*events.Process, error) {
 // host, whose name is host and boot id boot: gone when the host has
 // booted since, when no process has p's pid, or when the one that has it
 // started at another time (the pid was reused); unknown when p ran on
-// another host or its boot cannot be compared; alive otherwise.
+// another host, its boot cannot be compared, or its pid is of a PID
+// namespace other than the one this process's /proc shows (PidNS; a pid
+// there names another process here, if any); alive otherwise. A process
+// recorded without its namespace (Process.PidNS "") is looked up here.
 func CheckProcess(p events.Process, host, boot string) events.ProcessCheck {
 	c := events.ProcessCheck{Process: p, Result: events.ProcessUnknown}
 	switch {
@@ -165,6 +241,13 @@ func CheckProcess(p events.Process, host, boot string) events.ProcessCheck {
 		return c
 	case p.Boot != boot:
 		c.Result, c.Detail = events.ProcessGone, fmt.Sprintf("the host has booted since (boot id %s, was %s)", boot, p.Boot)
+		return c
+	case p.PidNS != "" && p.PidNS != ownPidNS():
+		own := ownPidNS()
+		if own == "" {
+			own = "unknown"
+		}
+		c.Detail = fmt.Sprintf("its pid is of PID namespace %s, this /proc's is %s", p.PidNS, own)
 		return c
 	}
 	st, err := readStat(p.PID)

@@ -41,7 +41,7 @@ func TestAgentProcess_SkipsShells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p == nil || p.PID != os.Getpid() || p.Host != "h" || p.Boot != "b" || p.Start == 0 {
+	if p == nil || p.PID != os.Getpid() || p.Host != "h" || p.Boot != "b" || p.Start == 0 || p.PidNS != PidNS() || p.PidNS == "" {
 		t.Fatalf("agent = %+v, want this test process (%d)", p, os.Getpid())
 	}
 	if c := CheckProcess(*p, "h", "b"); c.Result != events.ProcessAlive {
@@ -150,5 +150,62 @@ func TestAgentProcess_Chain(t *testing.T) {
 		if c.PID <= 1 || passThrough(c.Comm) {
 			t.Errorf("chain holds %+v: pid 1 and shells are left out", c)
 		}
+	}
+}
+
+// TestOwnNSpid: /proc is this process's own namespace's only when the
+// NSpid line of its status lists its pid alone.
+func TestOwnNSpid(t *testing.T) {
+	for _, c := range []struct {
+		status string
+		want   bool
+	}{
+		{"Name:\tx\nNSpid:\t42\nNSpgid:\t42\n", true},
+		{"Name:\tx\nNSpid:\t1459\t42\n", false}, // /proc of the namespace above
+		{"Name:\tx\nNSpid:\t43\n", false},       // another process's pid
+		{"Name:\tx\nPid:\t42\n", false},         // no NSpid line: cannot say
+		{"NSpid:\t42", true},
+	} {
+		if got := ownNSpid([]byte(c.status), 42); got != c.want {
+			t.Errorf("ownNSpid(%q, 42) = %v, want %v", c.status, got, c.want)
+		}
+	}
+}
+
+// TestCheckProcess_OtherPidNamespace: a process recorded in another PID
+// namespace, or in one its recorder could not name, is never looked up
+// here, alive or not: its pid numbers another process here. One recorded
+// in this namespace, or before namespaces were recorded, is.
+func TestCheckProcess_OtherPidNamespace(t *testing.T) {
+	boot, ns := BootID(), PidNS()
+	if boot == "" || ns == "" {
+		t.Skipf("boot id %q, PID namespace %q: unknown", boot, ns)
+	}
+	sleep := exec.Command("sleep", "30")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := readStat(sleep.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := events.Process{PID: sleep.Process.Pid, Start: st.start, Host: "h", Boot: boot, Comm: st.comm}
+	for _, pidns := range []string{"", ns} {
+		p.PidNS = pidns
+		if c := CheckProcess(p, "h", boot); c.Result != events.ProcessAlive {
+			t.Errorf("PID namespace %q: %+v, want alive", pidns, c)
+		}
+	}
+	sleep.Process.Kill()
+	sleep.Wait()
+	for _, pidns := range []string{"pid:[1]", events.PidNSUnknown} {
+		p.PidNS = pidns
+		if c := CheckProcess(p, "h", boot); c.Result != events.ProcessUnknown || !strings.Contains(c.Detail, pidns) {
+			t.Errorf("PID namespace %q: %+v, want unknown, naming it", pidns, c)
+		}
+	}
+	p.PidNS = ns
+	if c := CheckProcess(p, "h", boot); c.Result != events.ProcessGone {
+		t.Errorf("PID namespace %q (this one), killed: %+v, want gone", ns, c)
 	}
 }

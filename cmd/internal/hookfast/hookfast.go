@@ -90,6 +90,10 @@ func (r hookRequest) appendJSON(b []byte) []byte {
 	b = hooksock.AppendString(b, p.Host)
 	b = append(b, `,"boot_id":`...)
 	b = hooksock.AppendString(b, p.Boot)
+	if p.PidNS != "" {
+		b = append(b, `,"pid_ns":`...)
+		b = hooksock.AppendString(b, p.PidNS)
+	}
 	if p.Comm != "" {
 		b = append(b, `,"comm":`...)
 		b = hooksock.AppendString(b, p.Comm)
