@@ -214,7 +214,11 @@ func Session(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table
 		row("held", fmt.Sprintf("%s:%d does not parse: the lines after it are not imported, and the session is not marked stale, until it is skipped (import --skip-invalid)", s.HeldPath, s.HeldLine))
 	}
 	if p := s.AgentProcess; p != nil {
-		row("agent process", fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, Dash(p.Boot)))
+		a := fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, Dash(p.Boot))
+		if p.PidNS != "" {
+			a += ", PID namespace " + p.PidNS
+		}
+		row("agent process", a)
 	}
 	if s.EndReason != "" {
 		row("ended", s.EndReason)
