@@ -37,16 +37,18 @@ func observationOf(p Payload) (*Observation, bool) {
 // ones left out as their omitempty and omitzero tags say, strings
 // escaped as encoding/json escapes them (appendMarshalString). It
 // returns false, and b as it was, for what it does not write itself
-// (a Process, Sender, Tick or a signal's Limit; a Received that is not
-// in UTC or whose year is outside 0…9999), and whenever the fields of
+// (a Process, Sender, Tick or a signal's Limit; a Received or Written
+// that is not in UTC or whose year is outside 0…9999), and whenever the fields of
 // Observation or of a type it holds are not the ones it was written for
 // (observationFieldsKnown): the caller then uses json.Marshal.
 func appendObservation(b []byte, o *Observation) ([]byte, bool) {
 	if !observationFieldsKnown() || o.Process != nil || o.Sender != nil || o.Tick != nil {
 		return b, false
 	}
-	if !o.Received.IsZero() && (o.Received.Location() != time.UTC || o.Received.Year() < 0 || o.Received.Year() > 9999) {
-		return b, false
+	for _, t := range [...]time.Time{o.Received, o.Written} {
+		if !t.IsZero() && (t.Location() != time.UTC || t.Year() < 0 || t.Year() > 9999) {
+			return b, false
+		}
 	}
 	for i := range o.Signals {
 		if o.Signals[i].Limit != nil {
@@ -120,6 +122,11 @@ func appendObservation(b []byte, o *Observation) ([]byte, bool) {
 	b = appendIntMember(b, `,"held_line":`, int64(o.HeldLine))
 	b = appendStringMember(b, `,"rewritten_from":`, o.RewrittenFrom)
 	b = appendIntMember(b, `,"copied":`, int64(o.Copied))
+	if !o.Written.IsZero() {
+		b = append(b, `,"written":"`...)
+		b = o.Written.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
 	return append(b, '}'), true
 }
 
@@ -317,7 +324,7 @@ var observationFields = map[reflect.Type][]string{
 		"Fingerprint *events.Fingerprint fingerprint,omitempty", "Process *events.Process process,omitempty",
 		"Sender *events.Sender sender,omitempty", "Received time.Time received,omitzero", "Live bool live,omitempty",
 		"More bool more,omitempty", "Held bool held,omitempty", "HeldLine int held_line,omitempty", "Tick *events.Tick tick,omitempty", "RewrittenFrom string rewritten_from,omitempty",
-		"Copied int copied,omitempty",
+		"Copied int copied,omitempty", "Written time.Time written,omitzero",
 	},
 	reflect.TypeFor[Meta](): {
 		"SessionID string session_id,omitempty", "AgentID string agent_id,omitempty", "AgentType string agent_type,omitempty",

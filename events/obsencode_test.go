@@ -105,6 +105,12 @@ func TestMarshalJSON_ObservationSameBytes(t *testing.T) {
 		default:
 			o.Received = time.Date(1+rng.IntN(9998), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), rng.IntN(24), rng.IntN(60), rng.IntN(60), rng.IntN(1e9), time.UTC)
 		}
+		switch rng.IntN(6) {
+		case 0:
+			o.Written = time.Date(2026, 5, 1, 10, 0, 0, rng.IntN(1e9), time.FixedZone("x", 3600))
+		case 1:
+			o.Written = time.Date(1+rng.IntN(9998), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), rng.IntN(24), rng.IntN(60), rng.IntN(60), rng.IntN(1e9), time.UTC)
+		}
 		switch rng.IntN(30) {
 		case 0:
 			o.Process = &Process{PID: 1, Host: str()}

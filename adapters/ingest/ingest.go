@@ -640,6 +640,18 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	res.Lines = s.Cursor(path)
 	res.Skipped = s.Cursor(path)
 	lastFP, _ = s.Fingerprint(path)
+	read := liveReadOf(ctx)
+	live := read == readFollowed || read == readAppeared
+	// A file a watcher reads for the first time was last written at its
+	// modification time, by this host's clock: its lines are dated on
+	// that clock, each moved by the agent clock's offset that time tells
+	// (fileClock), so history read at serve's start is neither older
+	// nor newer than the agent's writing of it.
+	var written time.Time
+	var shift time.Duration
+	if read == readFound {
+		written, shift = fileClock(f, in.clock())
+	}
 	// A line with no time of its own takes the time of the line before
 	// it: on a resumed import, when the agent was last heard from
 	// (ObservedAt, on the agent's clock when the session learned its
@@ -647,7 +659,11 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 	// the server's (a stale mark, a person's verdict) and would date
 	// history now.
 	last := s.ObservedAt
-	if !last.IsZero() && !s.ClockOffsetAt.IsZero() {
+	if !last.IsZero() && !written.IsZero() {
+		// On the agent's clock, as the lines' own timestamps, before
+		// each is moved by shift.
+		last = last.Add(-shift)
+	} else if !last.IsZero() && !s.ClockOffsetAt.IsZero() {
 		// ObservedAt is on the server's clock, and a history line is
 		// dated on the agent's (its own timestamp), to which the session
 		// adds the offset it learned from lines read live: the line
@@ -663,8 +679,6 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		// import decides the same events on every host.
 		last = firstTime(f, path)
 	}
-	read := liveReadOf(ctx)
-	live := read != readHistory
 	future := false // a line far past its reading was warned of
 	uuids := map[string]bool{}
 	var unknown []int // oversized lines whose uuid their head does not hold
@@ -872,12 +886,20 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		// by more than events.MaxClockSkew is a clock far off: warned of,
 		// once a pass.
 		agentAt := at
-		at, far := events.BoundTime(at, o.Received)
+		_, far := events.BoundTime(at, o.Received)
 		if far && !future {
 			future = true
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: timestamp %s lies past this host's clock by more than %v; it and any later line dated past its reading are recorded when read", path, l.N, agentAt.UTC().Format(time.RFC3339Nano), events.MaxClockSkew))
 		}
+		if !o.Live && !written.IsZero() {
+			o.Written = written
+			at = at.Add(shift)
+		}
+		at, _ = events.BoundTime(at, o.Received)
 		last = at
+		if !o.Live && !written.IsZero() {
+			last = at.Add(-shift) // the agent's clock again
+		}
 		// History: the pass reads on past this line, unless it proves
 		// the last (ended); a session whose last line says so is being
 		// imported.
@@ -1614,6 +1636,11 @@ const (
 	// readFollowed: lines appended to a file Watch follows: every line is
 	// live.
 	readFollowed
+	// readFound: the first read by Watch of a file that held lines when
+	// it started, or when the awaited directory it is in appeared: every
+	// line is history, dated on this host's clock by the file's
+	// modification time (fileClock).
+	readFound
 	// readAppeared: a read of a file that appeared while Watch ran, before
 	// it was read whole once: a line dated more than HistoryAge before its
 	// receipt was in the file before it appeared (a copy, a restore) and
@@ -1639,6 +1666,90 @@ func withLiveRead(ctx context.Context, appeared bool) context.Context {
 		return context.WithValue(ctx, liveKey{}, readAppeared)
 	}
 	return context.WithValue(ctx, liveKey{}, readFollowed)
+}
+
+// withFoundRead returns ctx marking the transcript reads made under it as
+// Watch's first read of a file it found holding lines (readFound):
+// history, dated by the file's modification time (fileClock).
+func withFoundRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, liveKey{}, readFound)
+}
+
+// ClockTolerance is how far apart a transcript's modification time and
+// its last line's timestamp may be for the agent's clock to be taken as
+// agreeing with this host's (the agent stamps a line a moment before it
+// writes it): history a watcher reads first is moved by the difference
+// only past it (fileClock).
+const ClockTolerance = 2 * time.Second
+
+// fileClock returns what the modification time of f, a transcript a
+// watcher reads for the first time, says of its lines' times, read at
+// now by this host's clock: written, the modification time (UTC, to the
+// microsecond), when the file's last complete line is when it was
+// written; and shift, the agent clock's offset to add to each line's own
+// timestamp (that modification time minus the last line's timestamp;
+// zero within ClockTolerance). written is zero, and nothing is moved,
+// when the last line has no usable timestamp, is longer than
+// MaxLineBytes, or is dated more than HistoryAge from the modification
+// time (a copy or a restore of an old transcript, whose modification
+// time is the copy's, not its agent's), or when the modification time
+// is past now (a file touched with a date ahead).
+func fileClock(f *os.File, now time.Time) (written time.Time, shift time.Duration) {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 || st.ModTime().After(now) {
+		return time.Time{}, 0
+	}
+	type line struct {
+		Timestamp string `json:"timestamp"`
+	}
+	var v line
+	b, ok := lastLine(f, st.Size())
+	if !ok || json.Unmarshal(b, &v) != nil {
+		return time.Time{}, 0
+	}
+	t, ok := usableTime(v.Timestamp)
+	if !ok {
+		return time.Time{}, 0
+	}
+	mod := st.ModTime().UTC().Truncate(time.Microsecond)
+	gap := mod.Sub(t)
+	if gap > HistoryAge || gap < -HistoryAge {
+		return time.Time{}, 0
+	}
+	if gap <= ClockTolerance && gap >= -ClockTolerance {
+		gap = 0
+	}
+	return mod, gap
+}
+
+// lastLine returns the last complete line (ended by a newline) of f,
+// size bytes long, without its newline, and whether it found one no
+// longer than MaxLineBytes. It reads with ReadAt: f's offset is left
+// where it was.
+func lastLine(f *os.File, size int64) ([]byte, bool) {
+	const chunk = 64 << 10
+	var tail []byte
+	end := size // tail is f[end-len(tail) : end]
+	for end > 0 && len(tail) <= MaxLineBytes {
+		n := min(int64(chunk), end)
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, end-n); err != nil {
+			return nil, false
+		}
+		end -= n
+		tail = append(buf, tail...)
+		nl := bytes.LastIndexByte(tail, '\n')
+		if nl < 0 {
+			continue
+		}
+		if before := bytes.LastIndexByte(tail[:nl], '\n'); before >= 0 {
+			return tail[before+1 : nl], nl-before-1 <= MaxLineBytes
+		}
+		if end == 0 {
+			return tail[:nl], nl <= MaxLineBytes
+		}
+	}
+	return nil, false
 }
 
 // liveReadOf reports how ctx marks the reads made under it (withLiveRead).

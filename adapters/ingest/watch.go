@@ -483,8 +483,11 @@ func (w *watcher) prepare(ctx context.Context, name string) *watchJob {
 	// against the fingerprint of the last line imported and, if they
 	// differ, records session.transcript_diverged and appends nothing.
 	ictx := ctx
-	if f.live && changed == "" {
+	switch {
+	case f.live && changed == "":
 		ictx = withLiveRead(ctx, f.appeared)
+	case !f.live && changed == "":
+		ictx = withFoundRead(ctx)
 	}
 	return &watchJob{name: name, f: f, ctx: ictx, session: f.session, changed: changed, dev: dev, ino: ino, size: size}
 }

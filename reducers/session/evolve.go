@@ -330,6 +330,10 @@ func (s *State) heard(o *events.Observation, e events.Envelope) {
 	switch {
 	case o.Live && !o.Received.IsZero():
 		at = recv
+	case o.Line > 0 && !o.Written.IsZero():
+		// History its host dated on its own clock by the offset it
+		// measured against the file's modification time: a learned
+		// offset added to it would move it twice.
 	case o.Line > 0 && !s.ClockOffsetAt.IsZero():
 		if hasAgent {
 			at = agent

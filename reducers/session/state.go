@@ -87,8 +87,10 @@ type State struct {
 	// line or a hook; reconciler ticks do not count), on the server's
 	// clock: what staleness is measured from. A live observation
 	// (events.Observation.Live) counts at its receipt; a history line at
-	// its agent time plus ClockOffsetMS when an offset is known, else at
-	// its own time; each never past the observation's receipt when it
+	// its event time when its host dated it by the file's modification
+	// time (events.Observation.Written), else its agent time plus
+	// ClockOffsetMS when an offset is known, else its own time; each
+	// never past the observation's receipt when it
 	// has one; the latest of these, so history read after a live report
 	// never moves it back.
 	ObservedAt time.Time `json:"observed_at"`
