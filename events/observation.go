@@ -86,13 +86,14 @@ type Observation struct {
 	Copied int `json:"copied,omitempty"`
 	// Written is set on each history line (not Live) a watcher read from
 	// a file it had not read before, one that held lines when it started
-	// or when the awaited directory it is in appeared: the file's
-	// modification time then, by the appending host's clock, which is
-	// when the file's last line was written. The line's event time is
-	// then on that clock already: its own timestamp moved by the agent
-	// clock's offset the host measured (that modification time minus the
-	// last line's timestamp, when they are more than a few seconds but
-	// no more than a day apart), never past its receipt; the session
+	// or when the awaited directory it is in appeared, when the file's
+	// last complete line then had a timestamp no more than a day from
+	// the file's modification time: that modification time, by the
+	// appending host's clock, which is when that last line was written.
+	// The line's event time is then on that clock already: its own
+	// timestamp moved by the agent clock's offset the host measured (the
+	// modification time minus the last line's timestamp; none when they
+	// are within a few seconds), never past its receipt; the session
 	// reducer adds no offset of its own to it. Zero on every other
 	// observation (and those stored before it was kept).
 	Written time.Time `json:"written,omitzero"`
