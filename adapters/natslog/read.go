@@ -490,6 +490,26 @@ func (l *Log) readRecords(ctx context.Context, from uint64, ord *order, yield fu
 			defer stop()
 		}
 	}
+	// The raw read cuts the messages it receives from blocks it uses
+	// again once every record of their messages went on (as LoadEach
+	// does): a read of the whole log holds a few blocks of rawSlab
+	// bytes, not a fresh block for every few hundred messages, which a
+	// long read paid for in memory first touched and in collections.
+	// A record holds no byte of them but its Signer, copied below.
+	blocks := &blockPool{quarantined: l.quarantinedCount()}
+	read := src
+	src = func(ctx context.Context, y func(Msg, error) bool) {
+		read(withBlocks(ctx, blocks), func(m Msg, err error) bool {
+			if err == nil {
+				blocks.cut(m.Seq)
+			}
+			return y(m, err)
+		})
+	}
+	var (
+		signer events.Signer // the last signer met, its strings the read's own
+		handed int           // records gone on
+	)
 	// seen is the last sequence yielded: a read that stops before end
 	// while the stream (its leader) holds events after seen is short (a
 	// replica behind, a consumer that ended early, a server that went
@@ -502,12 +522,23 @@ func (l *Log) readRecords(ctx context.Context, from uint64, ord *order, yield fu
 	counted := func(r events.Record, err error) bool {
 		if err == nil {
 			seen = max(seen, r.Seq)
+			if handed++; handed%blockCheck == 0 {
+				defer blocks.done(r.Seq, l.quarantinedCount())
+			}
 		} else if de, ok := errors.AsType[*DecodeError](err); ok {
 			seen = max(seen, de.Seq)
 		}
 		if r.Quarantined && !wants {
 			return true
 		}
+		// A verdict names an unregistered key by the bytes of the
+		// message's header (attestation.Verifier.Judge): the record
+		// gets a copy, which the next block's messages do not overwrite.
+		if r.Signer != signer {
+			signer = events.Signer{Status: cloneString(r.Signer.Status), Key: cloneString(r.Signer.Key),
+				Principal: cloneString(r.Signer.Principal), Role: cloneString(r.Signer.Role)}
+		}
+		r.Signer = signer
 		return yield(r, err)
 	}
 	if !l.decodeParallel(events.WithQuarantined(ctx), ord, src, counted) {
