@@ -351,8 +351,9 @@ const maxAncestorMounts = 256
 // reports on statusFD; it writes an "exit-code" there only if the command
 // was actually executed, and its first line names the sandbox's first
 // process, which then waits on blockFD until its limits are in place
-// (and for good if the worker dies first: see holdFD).
-func (l layout) args(argv []string) []string {
+// (and for good if the worker dies first: see holdFD). The command runs
+// under the reporter, executable self bound read-only at reporterPath.
+func (l layout) args(self string, argv []string) []string {
 	a := append(boundaryBase(l.system, l.sysLink, l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD), "--sync-fd", strconv.Itoa(holdFD))
 	for _, v := range l.views {
 		switch v.kind {
@@ -387,7 +388,7 @@ func (l layout) args(argv []string) []string {
 	}
 	// The empty root, where bwrap made the mount points, is read-only:
 	// nothing unbounded is written outside /tmp, /run and the home.
-	a = append(a, "--remount-ro", "/", "--chdir", l.dir, "--")
+	a = append(a, "--ro-bind", self, reporterPath, "--remount-ro", "/", "--chdir", l.dir, "--", reporterPath)
 	return append(a, argv...)
 }
 

@@ -71,13 +71,18 @@ type Chunk struct {
 // Result is how a command ended.
 type Result struct {
 	// ExitCode is the exit status; if the process was killed by a signal it
-	// is 128 + the signal number, as in a shell. In restricted modes the
-	// process is bubblewrap, which reports a command killed by signal N as
-	// exit status 128+N with Signal "", while Signal is set when bubblewrap
-	// itself was killed (by Stop's SIGKILL, for one).
+	// is 128 + the signal number, as in a shell. In every mode it is the
+	// command's own: in restricted modes the reporter in the boundary
+	// reports the command's wait status (see reporterPath), so a command
+	// killed by signal N has Signal set, unlike one that called
+	// exit(128+N).
 	ExitCode int
 	// Signal is the name of the signal that killed the process, e.g.
-	// "SIGKILL", or "" if it exited.
+	// "SIGKILL", or "" if it exited. In restricted modes it is also
+	// "SIGKILL" when bubblewrap itself was killed (by Stop's SIGKILL, for
+	// one), or when the boundary ended before the command did (its
+	// reporter was killed): the end of the boundary's PID namespace kills
+	// the command with SIGKILL.
 	Signal string
 	// Stopped is true if Stop was called (or ctx was done) before the
 	// process exited.
@@ -118,6 +123,7 @@ type Process struct {
 	outputs    []output
 	status     *os.File // read end of bwrap's JSON status; nil in FullAccess
 	statusR    *bufio.Reader
+	report     *os.File      // read end of the reporter's pipe (reportFD); nil in FullAccess
 	procs      int           // restricted: the process limit Release puts in place
 	released   chan struct{} // restricted: closed once Release is done, or will not be
 	limited    chan struct{} // held: closed once limit has run (limitRes is set); nil otherwise
@@ -243,7 +249,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 
 	var block *os.File // write end of bwrap's --block-fd
 	if pl.restricted {
-		var f [4]*os.File // status r, w; block r, w
+		var f [6]*os.File // status r, w; block r, w; report r, w
 		for i := 0; i < len(f); i += 2 {
 			if f[i], f[i+1], err = os.Pipe(); err != nil {
 				closeAll(f[:i]...)
@@ -252,9 +258,10 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 				return nil, fmt.Errorf("start %q: pipe: %w", pl.name, err)
 			}
 		}
-		cmd.ExtraFiles = []*os.File{f[1], f[2], f[3]} // statusFD, blockFD, holdFD
-		child = append(child, f[1], f[2])
+		cmd.ExtraFiles = []*os.File{f[1], f[2], f[3], f[5]} // statusFD, blockFD, holdFD, reportFD
+		child = append(child, f[1], f[2], f[5])
 		p.status, p.statusR, block = f[0], bufio.NewReader(f[0]), f[3]
+		p.report = f[4]
 	}
 	p.setLimits(pl)
 	if p.cg != nil && p.cg.v2 {
@@ -287,7 +294,18 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		}
 		p.layout = pl.layout
 		p.limits.LinkedReadOnly, p.limits.LinkedWith = p.layout.links.files, p.layout.links.others
-		cmd.Args = append([]string{pl.path}, pl.layout.args(pl.args)...)
+		self, err := os.Executable()
+		if err != nil {
+			p.layout.release()
+			p.closeFiles()
+			closeAll(child...)
+			closeAll(block)
+			if p.cg != nil {
+				p.cg.remove()
+			}
+			return nil, fmt.Errorf("start %q in mode %s: the reporter: %w", pl.name, spec.Mode, err)
+		}
+		cmd.Args = append([]string{pl.path}, pl.layout.args(self, pl.args)...)
 	}
 	spec.trace(StepPrepared)
 	p.start = time.Now()
@@ -342,7 +360,14 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 func (p *Process) setLimits(pl plan) {
 	// In v1 a process can only be moved in once it runs: bwrap's sandbox
 	// waits for that, a FullAccess command would not.
-	cg, a, note := newCgroup(pl.procs, pl.memory, pl.restricted)
+	kernel := pl.procs
+	if pl.restricted {
+		kernel += reporterTasks
+	}
+	cg, a, note := newCgroup(kernel, pl.memory, pl.restricted)
+	if a.Procs != 0 {
+		a.Procs = pl.procs
+	}
 	if cg == nil {
 		a.Note = "no cgroup (" + note + ")"
 		if pl.restricted && os.Geteuid() != 0 {
@@ -424,7 +449,7 @@ func (p *Process) limit(procs int) limitResult {
 		}
 	}
 	if p.limits.ProcsBy == ByRlimit {
-		if err := setNproc(pid, procs); err != nil {
+		if err := setNproc(pid, procs+reporterTasks); err != nil {
 			return limitResult{pid: pid, err: err}
 		}
 	}
@@ -873,11 +898,8 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 	p.mu.Unlock()
 	if setupErr != nil {
 		err = errors.Join(err, setupErr)
-	} else if p.status != nil && res.Signal == "" && !res.Stopped {
-		// A stop that lands while bubblewrap still sets the boundary up
-		// ends it before the command runs: that is the stop asked for,
-		// not a refusal.
-		err = errors.Join(err, p.checkStatus(deadline, res.ExitCode))
+	} else if p.status != nil {
+		err = errors.Join(err, p.commandStatus(deadline, &res))
 	}
 	d := <-drained
 	p.closeFiles()
@@ -887,26 +909,58 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 	close(p.done)
 }
 
-// checkStatus reads the JSON status bwrap wrote and returns an error
-// wrapping ErrRefused if bwrap exited (with status code) without having run
-// the command: its setup, or its exec of the command, failed, and its own
-// message is in the output.
-func (p *Process) checkStatus(deadline time.Time, code int) error {
+// commandStatus makes res, which holds how bubblewrap ended, say how a
+// restricted command did, from the reporter's report (see
+// reporterPath): the command's own exit status, or the signal that
+// killed it. It returns an error wrapping ErrRefused if bwrap exited
+// (with status code) without having run the command: its setup, its
+// exec of the reporter or the reporter's exec of the command failed, and
+// the message is in the output. A reporter gone without a report ended
+// the boundary, and the command with it: killed by SIGKILL.
+func (p *Process) commandStatus(deadline time.Time, res *Result) error {
+	_ = p.report.SetReadDeadline(deadline)
+	b, rerr := io.ReadAll(io.LimitReader(p.report, 64))
+	ws, execErr, ok := parseReport(b)
+	if ok {
+		res.ExitCode, res.Signal = 0, ""
+		switch {
+		case ws.Signaled():
+			res.ExitCode, res.Signal = 128+int(ws.Signal()), unix.SignalName(ws.Signal())
+		case ws.Exited():
+			res.ExitCode = ws.ExitStatus()
+		}
+		return nil
+	}
+	if res.Signal != "" {
+		return nil // bubblewrap itself was killed: the command with it
+	}
 	_ = p.status.SetReadDeadline(deadline)
-	b, err := io.ReadAll(io.LimitReader(p.statusR, 64<<10))
+	js, err := io.ReadAll(io.LimitReader(p.statusR, 64<<10))
 	if err != nil {
 		return fmt.Errorf("wait %q: read bubblewrap status: %w", p.name, err)
 	}
-	if bytes.Contains(b, []byte(`"exit-code"`)) {
+	ran := bytes.Contains(js, []byte(`"exit-code"`)) // bwrap ran the reporter
+	switch {
+	case ran && execErr == 0:
+		if rerr != nil {
+			return fmt.Errorf("wait %q: read the command's status: %w", p.name, rerr)
+		}
+		res.ExitCode, res.Signal = 128+int(unix.SIGKILL), unix.SignalName(unix.SIGKILL)
+		return nil
+	case res.Stopped:
+		// A stop that lands while bubblewrap still sets the boundary
+		// up ends it before the command runs: that is the stop asked
+		// for, not a refusal.
 		return nil
 	}
 	return fmt.Errorf("wait %q: %w: bubblewrap exited with status %d before running the command; its message is in the output",
-		p.name, ErrRefused, code)
+		p.name, ErrRefused, res.ExitCode)
 }
 
-// closeFiles closes the worker's ends of stdin, the outputs and the status.
+// closeFiles closes the worker's ends of stdin, the outputs, the status
+// and the report.
 func (p *Process) closeFiles() {
-	closeAll(p.stdin, p.status)
+	closeAll(p.stdin, p.status, p.report)
 	for _, o := range p.outputs {
 		closeAll(o.f)
 	}

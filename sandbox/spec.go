@@ -250,6 +250,8 @@ type Limits struct {
 	// means DefaultProcs. Enforced by a cgroup where one can be made (v2
 	// with the pids controller delegated, else v1's pids hierarchy), else,
 	// in the restricted modes of an unprivileged worker, by RLIMIT_NPROC.
+	// In the restricted modes the boundary's own tasks (bubblewrap's
+	// first process, the reporter's threads) are allowed on top, up to 16.
 	Procs int
 	// MemoryBytes bounds the command's memory where a memory cgroup can be
 	// made; 0 means DefaultMemoryBytes.
@@ -549,9 +551,13 @@ func gitFileTarget(gitFile string) (string, bool) {
 // worker killed while the boundary is held would let the command run,
 // with nobody to release it, watch it or record its exit. With it, the
 // sandbox waits for good, and the next worker's sweep kills it (see
-// SweepPlaceholders).
+// SweepPlaceholders). reportFD, ExtraFiles[3], is the write end of the
+// pipe the reporter writes the command's wait status to (see
+// reporterPath); bwrap passes it on to its first process, the reporter,
+// which keeps it from the command.
 const (
 	statusFD = 3
 	blockFD  = 4
 	holdFD   = 5
+	reportFD = 6
 )

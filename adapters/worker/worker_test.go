@@ -776,3 +776,49 @@ func TestWorker_ProbesBwrapOnce(t *testing.T) {
 		t.Errorf("bubblewrap started %d times, %d of them probes; want 4 and 1:\n%s", len(lines), probes, b)
 	}
 }
+
+// command.exited records how the command ended the same in every mode: a
+// command killed by a signal inside the boundary as killed by it, one
+// that exits 137 as an exit, and a command that a stop's SIGTERM ended
+// as killed by SIGTERM.
+func TestWorker_ExitOrSignalInEveryMode(t *testing.T) {
+	needBwrap(t)
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	cases := []struct {
+		script string
+		code   int    // when signal is ""
+		signal string // "" for an exit
+	}{
+		{"kill -9 $$", 0, "SIGKILL"},
+		{"kill -SEGV $$", 0, "SIGSEGV"},
+		{"exit 137", 137, ""},
+		{"exit 0", 0, ""},
+	}
+	for _, mode := range []string{events.ModeFullAccess, events.ModeWorkspaceWrite, events.ModeReadOnly} {
+		for _, c := range cases {
+			st, out := e.follow(e.submit(e.request(mode, "sh", "-c", c.script)), 20*time.Second)
+			code := -2
+			if st.ExitCode != nil {
+				code = *st.ExitCode
+			}
+			want := c.code
+			if c.signal != "" {
+				want = -1
+			}
+			if st.Status != command.StatusExited || st.Signal != c.signal || code != want || st.Stopped || st.NotRun != "" {
+				t.Errorf("%s: %q: status %s code %d signal %q stopped %v not_run %q (output %q); want code %d signal %q",
+					mode, c.script, st.Status, code, st.Signal, st.Stopped, st.NotRun, tail(out.all.String()), want, c.signal)
+			}
+		}
+		id := e.submit(e.request(mode, "sh", "-c", "echo ready; exec sleep 600"))
+		e.waitFor("ready", func() bool { _, o := e.read(id); return strings.Contains(o.all.String(), "ready") })
+		if err := e.client.Stop(t.Context(), id, "tester", "test"); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := e.follow(id, 20*time.Second)
+		if st.Status != command.StatusExited || !st.Stopped || st.Signal != "SIGTERM" {
+			t.Errorf("%s: stopped: status %s stopped %v signal %q; want exited, stopped by SIGTERM", mode, st.Status, st.Stopped, st.Signal)
+		}
+	}
+}
