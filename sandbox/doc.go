@@ -171,6 +171,23 @@
 // (or none, with pipes), the boundary's /dev/pts is a new instance, and
 // TIOCSTI on any other terminal needs CAP_SYS_ADMIN, which is dropped.
 //
+// # Exit status
+//
+// Result says how the command itself ended in every mode: an exit status,
+// or the signal that killed it. bubblewrap reports a command killed by
+// signal N as exit status 128+N, which a command can give itself, so in
+// the restricted modes bubblewrap runs the worker's own executable
+// first, bound read-only at /.logbook-reporter (the only thing of the
+// host the boundary shows beyond the list above), as the reporter: it
+// runs the command as its child and writes the child's wait status to a
+// pipe to the worker. The command never holds that pipe, and cannot
+// reach the reporter's copy: the reporter is not dumpable, so the
+// command can neither open its descriptors in /proc nor ptrace it. A
+// command that kills its reporter ends the boundary, and with it itself,
+// and is recorded as killed by SIGKILL. The reporter ignores the
+// signals a stop or a terminal sends to the group, and its threads
+// (the Go runtime's) are allowed on top of Limits.Procs.
+//
 // # Terminal and environment
 //
 // The command's environment is exactly Spec.Env, never the worker's, plus
