@@ -352,8 +352,8 @@ const maxAncestorMounts = 256
 // was actually executed, and its first line names the sandbox's first
 // process, which then waits on blockFD until its limits are in place
 // (and for good if the worker dies first: see holdFD). The command runs
-// under the reporter, executable self bound read-only at reporterPath.
-func (l layout) args(self string, argv []string) []string {
+// under the reporter, executable rep bound read-only at reporterPath.
+func (l layout) args(rep string, argv []string) []string {
 	a := append(boundaryBase(l.system, l.sysLink, l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD), "--sync-fd", strconv.Itoa(holdFD))
 	for _, v := range l.views {
 		switch v.kind {
@@ -388,7 +388,7 @@ func (l layout) args(self string, argv []string) []string {
 	}
 	// The empty root, where bwrap made the mount points, is read-only:
 	// nothing unbounded is written outside /tmp, /run and the home.
-	a = append(a, "--ro-bind", self, reporterPath, "--remount-ro", "/", "--chdir", l.dir, "--", reporterPath)
+	a = append(a, "--ro-bind", rep, reporterPath, "--remount-ro", "/", "--chdir", l.dir, "--", reporterPath)
 	return append(a, argv...)
 }
 

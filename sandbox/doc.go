@@ -176,17 +176,19 @@
 // Result says how the command itself ended in every mode: an exit status,
 // or the signal that killed it. bubblewrap reports a command killed by
 // signal N as exit status 128+N, which a command can give itself, so in
-// the restricted modes bubblewrap runs the worker's own executable
-// first, bound read-only at /.logbook-reporter (the only thing of the
-// host the boundary shows beyond the list above), as the reporter: it
-// runs the command as its child and writes the child's wait status to a
-// pipe to the worker. The command never holds that pipe, and cannot
-// reach the reporter's copy: the reporter is not dumpable, so the
-// command can neither open its descriptors in /proc nor ptrace it. A
-// command that kills its reporter ends the boundary, and with it itself,
-// and is recorded as killed by SIGKILL. The reporter ignores the
-// signals a stop or a terminal sends to the group, and its threads
-// (the Go runtime's) are allowed on top of Limits.Procs.
+// the restricted modes bubblewrap runs the reporter first (package
+// reporter: Spec.Reporter, by default logbook-reporter beside the
+// worker's executable, else that executable itself, slower to start),
+// bound read-only at /.logbook-reporter (the only thing of the host the
+// boundary shows beyond the list above): it runs the command as its
+// child and writes the child's wait status to a pipe to the worker. The
+// command never holds that pipe, and cannot reach the reporter's copy:
+// the reporter is not dumpable, so the command can neither open its
+// descriptors in /proc nor ptrace it. A command that kills its reporter
+// ends the boundary, and with it itself, and is recorded as killed by
+// SIGKILL. The reporter ignores the signals a stop or a terminal sends
+// to the group, and its threads (the Go runtime's) are allowed on top
+// of Limits.Procs.
 //
 // # Terminal and environment
 //

@@ -18,6 +18,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/sandbox/reporter"
 )
 
 // Stream names one output stream of a command.
@@ -188,6 +190,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	if spec.Hold && !pl.restricted {
 		return nil, fmt.Errorf("start %q: %w: Hold needs a restricted mode, not %s", pl.name, ErrInvalidSpec, spec.Mode)
 	}
+	var rep string // restricted: the reporter's executable (see reporterPath)
 	if pl.restricted {
 		bw, err := findBwrap(spec.Bwrap)
 		if err == nil && !spec.Probed {
@@ -197,6 +200,12 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			return nil, fmt.Errorf("start %q in mode %s: %w", pl.name, spec.Mode, err)
 		}
 		pl.path = bw
+		// Without ReporterName beside the worker, FindReporter names
+		// the worker's own executable and says so: that reporter is
+		// slower to start, but reports the same.
+		if rep, err = FindReporter(spec.Reporter); rep == "" {
+			return nil, fmt.Errorf("start %q in mode %s: %w", pl.name, spec.Mode, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
@@ -294,18 +303,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		}
 		p.layout = pl.layout
 		p.limits.LinkedReadOnly, p.limits.LinkedWith = p.layout.links.files, p.layout.links.others
-		self, err := os.Executable()
-		if err != nil {
-			p.layout.release()
-			p.closeFiles()
-			closeAll(child...)
-			closeAll(block)
-			if p.cg != nil {
-				p.cg.remove()
-			}
-			return nil, fmt.Errorf("start %q in mode %s: the reporter: %w", pl.name, spec.Mode, err)
-		}
-		cmd.Args = append([]string{pl.path}, pl.layout.args(self, pl.args)...)
+		cmd.Args = append([]string{pl.path}, pl.layout.args(rep, pl.args)...)
 	}
 	spec.trace(StepPrepared)
 	p.start = time.Now()
@@ -920,7 +918,7 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 func (p *Process) commandStatus(deadline time.Time, res *Result) error {
 	_ = p.report.SetReadDeadline(deadline)
 	b, rerr := io.ReadAll(io.LimitReader(p.report, 64))
-	ws, execErr, ok := parseReport(b)
+	ws, execErr, ok := reporter.Parse(b)
 	if ok {
 		res.ExitCode, res.Signal = 0, ""
 		switch {

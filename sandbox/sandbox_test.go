@@ -73,13 +73,16 @@ func requireBwrap(t *testing.T) {
 
 func testEnv() []string { return []string{"PATH=/usr/bin:/bin", "LC_ALL=C"} }
 
-// newSpec returns a Spec for argv in a fresh workspace.
+// newSpec returns a Spec for argv in a fresh workspace; a restricted
+// one runs under the logbook-reporter testReporter built.
 func newSpec(t *testing.T, mode Mode, tty bool, argv ...string) Spec {
 	t.Helper()
+	rep := ""
 	if mode.restricted() {
 		requireBwrap(t)
+		rep = testReporter(t)
 	}
-	return Spec{Argv: argv, Env: testEnv(), Workspace: t.TempDir(), Mode: mode, TTY: tty, Grace: testGrace}
+	return Spec{Argv: argv, Env: testEnv(), Workspace: t.TempDir(), Mode: mode, TTY: tty, Grace: testGrace, Reporter: rep}
 }
 
 // recorder collects what emit receives. emit runs on the Process's emit

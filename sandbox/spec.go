@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/logbook-dev/logbook/sandbox/reporter"
 )
 
 // Errors reported by Start, Available and the Process methods. Each is
@@ -149,6 +151,13 @@ type Spec struct {
 	// Bwrap is the path of the bubblewrap executable; "" means "bwrap" looked
 	// up in the worker's PATH. Unused in FullAccess.
 	Bwrap string
+	// Reporter is the path of the reporter's executable, which runs a
+	// restricted command and reports how it ended (see package
+	// reporter); "" means FindReporter's: ReporterName beside the
+	// worker's executable, else that executable itself, slower to
+	// start. One named here that is not an executable file is an error
+	// of Start. Unused in FullAccess.
+	Reporter string
 	// Probed says the caller has run Available for Bwrap and it passed (a
 	// worker does so once, not before every command): a restricted Start
 	// then only resolves Bwrap and skips its own probe, one bubblewrap
@@ -559,5 +568,5 @@ const (
 	statusFD = 3
 	blockFD  = 4
 	holdFD   = 5
-	reportFD = 6
+	reportFD = reporter.FD
 )

@@ -1,0 +1,182 @@
+// Package reporter is the reporter a restricted command runs under: the
+// first process of its boundary, bound read-only at Path. It runs the
+// command as its child, waits for it and writes the child's wait status,
+// as bytes only it holds, to FD, a pipe the worker reads; then it exits
+// as bubblewrap would have reported the command (see Exit). bubblewrap
+// alone reports a command killed by signal N as exit status 128+N, the
+// same as one that called exit(128+N).
+//
+// The command gets none of that pipe: the reporter marks every descriptor
+// above 2 close-on-exec before it forks, so the command starts with only
+// 0–2. It makes itself non-dumpable, so the command (same user, no
+// capabilities) can neither open /proc/<reporter>/fd/N nor ptrace it. It
+// can kill the reporter: the boundary's PID namespace then ends, the
+// command with it, and the worker, with no report, records the command
+// killed by SIGKILL, which is what ended it. It ignores the signals sent
+// to a group (a stop's SIGTERM, a terminal's SIGINT, SIGQUIT, SIGHUP and
+// SIGTSTP), which reach the command too.
+//
+// It imports only the standard library's os, os/signal, strconv,
+// strings and syscall, so that cmd/logbook-reporter, which is this
+// package and a main, starts in about a millisecond: it lies on every
+// restricted command's path.
+package reporter
+
+import (
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Path is where the reporter's executable is bound in the boundary, and
+// the argv[0] it runs as.
+const Path = "/.logbook-reporter"
+
+// FD is the descriptor the reporter writes its report to: the write end
+// of a pipe the worker gave bubblewrap, which passes it on to its first
+// process.
+const FD = 6
+
+// Report lines, the first (and only) line on FD: "status N" with N the
+// command's wait status (wait(2)), or "exec E" with E the errno of its
+// failed exec.
+const (
+	reportStatus = "status"
+	reportExec   = "exec"
+)
+
+// Linux's close_range(2) and its flag, which the syscall package does
+// not name. Since Linux 5.x new system calls have the same number on
+// every architecture Go runs on; where the number means nothing (mips's
+// offset tables, a kernel before 5.11) the call fails with ENOSYS and
+// Run falls back on FD alone.
+const (
+	sysCloseRange     = 436
+	closeRangeCloexec = 1 << 2
+)
+
+// InBoundary reports whether this process runs as the reporter: argv[0]
+// is Path and it is its PID namespace's pid 2, bubblewrap's first
+// process.
+func InBoundary() bool {
+	return len(os.Args) >= 2 && os.Args[0] == Path && os.Getpid() == 2
+}
+
+// Run runs argv (argv[0] looked up as execvp does, in PATH of the
+// environment), reports how it ended on FD and returns the exit status
+// bubblewrap would have reported for it.
+func Run(argv []string) int {
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0)
+	if _, _, errno := syscall.RawSyscall(sysCloseRange, 3, 1<<32-1, closeRangeCloexec); errno != 0 {
+		// The report pipe is the only descriptor the reporter is
+		// given above 2.
+		syscall.CloseOnExec(FD)
+	}
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP,
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	pid, err := forkExecPath(argv)
+	if err != nil {
+		errno, ok := err.(syscall.Errno)
+		if !ok || errno == 0 {
+			errno = syscall.ENOENT
+		}
+		_, _ = os.Stderr.WriteString("bwrap: execvp " + argv[0] + ": " + err.Error() + "\n")
+		write(reportExec, int(errno))
+		return 1
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err = syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return 255 // no report: the worker records the command as killed
+	}
+	write(reportStatus, int(ws))
+	return Exit(ws)
+}
+
+// write writes the report line "kind n" to FD, in one write(2).
+func write(kind string, n int) {
+	line := kind + " " + strconv.Itoa(n) + "\n"
+	_, _ = syscall.Write(FD, []byte(line))
+}
+
+// Exit is the exit status bubblewrap reports for a first process that
+// ended with ws: its exit status, or 128 + the signal that killed it.
+func Exit(ws syscall.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return 255
+}
+
+// forkExecPath starts argv as execvp(3) would run it: argv[0] as a path
+// if it has a slash, else each entry of PATH (or execvp's default) in
+// turn, going on past one it may not run, with the reporter's stdin,
+// stdout, stderr, environment and directory.
+func forkExecPath(argv []string) (int, error) {
+	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
+	if strings.Contains(argv[0], "/") {
+		return syscall.ForkExec(argv[0], argv, attr)
+	}
+	path, ok := os.LookupEnv("PATH")
+	if !ok {
+		path = "/bin:/usr/bin"
+	}
+	err := error(syscall.ENOENT)
+	denied := false
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		pid, e := syscall.ForkExec(dir+"/"+argv[0], argv, attr)
+		if e == nil {
+			return pid, nil
+		}
+		switch e {
+		case syscall.EACCES:
+			denied, err = true, e
+		case syscall.ENOENT, syscall.ENOTDIR, syscall.ESTALE, syscall.ENODEV, syscall.ETIMEDOUT,
+			syscall.ELOOP, syscall.ENAMETOOLONG:
+			if !denied {
+				err = e
+			}
+		default:
+			return 0, e
+		}
+	}
+	return 0, err
+}
+
+// Parse reads the reporter's report b: the command's wait status (ok),
+// or the errno of its failed exec (execErr != 0). Anything else, nothing
+// or more than one line included, is no report.
+func Parse(b []byte) (ws syscall.WaitStatus, execErr syscall.Errno, ok bool) {
+	line, found := strings.CutSuffix(string(b), "\n")
+	if !found {
+		return 0, 0, false
+	}
+	kind, num, _ := strings.Cut(line, " ")
+	n, err := strconv.ParseUint(num, 10, 31)
+	if err != nil {
+		return 0, 0, false
+	}
+	switch kind {
+	case reportStatus:
+		return syscall.WaitStatus(n), 0, true
+	case reportExec:
+		if n == 0 {
+			return 0, 0, false
+		}
+		return 0, syscall.Errno(n), false
+	}
+	return 0, 0, false
+}
