@@ -118,7 +118,7 @@ func (e *testEnv) workerConfig() Config {
 	return Config{
 		Conn: e.srv.Conn(), Log: e.log, Reg: e.reg,
 		Grace: 300 * time.Millisecond, Lapse: time.Second, AckWait: 5 * time.Second,
-		Logger: testLogger(e.t),
+		Logger: testLogger(e.t), Reporter: testReporter(e.t),
 	}
 }
 

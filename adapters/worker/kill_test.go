@@ -38,6 +38,7 @@ const (
 // if the test failed.
 func (e *testEnv) startHelperWorker(t *testing.T, env ...string) *exec.Cmd {
 	t.Helper()
+	testReporter(t) // built here, named to the child in its environment
 	var logs bytes.Buffer
 	child := exec.Command(os.Args[0], "-test.run=^TestHelperWorker$", "-test.v")
 	child.Env = append(os.Environ(), helperURL+"="+e.srv.ClientURL(), helperUser+"="+e.user, helperPass+"="+e.pw)
@@ -76,7 +77,7 @@ func TestHelperWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	w, err := New(Config{Conn: nc, Log: l, Lapse: time.Second, Logger: testLogger(t), Ledger: os.Getenv(helperLedger)})
+	w, err := New(Config{Conn: nc, Log: l, Lapse: time.Second, Logger: testLogger(t), Ledger: os.Getenv(helperLedger), Reporter: testReporter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

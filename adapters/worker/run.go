@@ -418,7 +418,8 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 		Argv: st.Argv, Env: st.Env, Workspace: st.Workspace, Dir: st.Cwd, Mode: mode, TTY: st.TTY,
 		Protected: append(slices.Clone(w.cfg.Protected), workspace.ProtectedIn(st.Workspace)...),
 		Hidden:    hide, Keep: keep, Ledger: w.cfg.Ledger, Allow: w.cfg.Allow, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
-		Etc: w.etc,
+		Reporter: w.cfg.Reporter,
+		Etc:      w.etc,
 	}, ""
 }
 

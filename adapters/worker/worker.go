@@ -103,6 +103,13 @@ type Config struct {
 	Grace time.Duration
 	// Bwrap is the bubblewrap executable; "" means bwrap in PATH.
 	Bwrap string
+	// Reporter is the executable restricted commands run under, which
+	// reports how each ended (sandbox.Spec.Reporter; cmd/logbook-reporter
+	// is one); "" means sandbox.FindReporter's: logbook-reporter beside
+	// the worker's executable, else that executable itself, slower to
+	// start (New then logs a warning, once a process). New fails if one
+	// named here is not an executable file.
+	Reporter string
 	// Protected lists paths that stay read-only in restricted modes even
 	// inside a writable workspace (e.g. the Logbook data dir), as
 	// sandbox.Spec.Protected.
@@ -294,6 +301,14 @@ func New(cfg Config) (*Worker, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if _, err := sandbox.FindReporter(cfg.Reporter); err != nil {
+		if cfg.Reporter != "" {
+			return nil, fmt.Errorf("worker: Config.Reporter: %w", err)
+		}
+		slowReporter.Do(func() {
+			logger.Warn("restricted commands run under a slower reporter", "err", err)
+		})
+	}
 	js, err := jetstream.New(cfg.Conn)
 	if err != nil {
 		return nil, fmt.Errorf("worker: jetstream: %w", err)
@@ -320,6 +335,11 @@ func New(cfg Config) (*Worker, error) {
 	}
 	return w, nil
 }
+
+// slowReporter logs, once a process, that restricted commands run under
+// the worker's own executable as their reporter, for want of
+// sandbox.ReporterName beside it.
+var slowReporter sync.Once
 
 // Identity returns the worker's identity.
 func (w *Worker) Identity() Identity { return w.id }

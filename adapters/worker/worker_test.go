@@ -822,3 +822,14 @@ func TestWorker_ExitOrSignalInEveryMode(t *testing.T) {
 		}
 	}
 }
+
+// A worker named a reporter that is not an executable file is refused:
+// every restricted command would fail.
+func TestNew_RefusesMissingReporter(t *testing.T) {
+	e := newEnv(t, false)
+	cfg := e.workerConfig()
+	cfg.Reporter = filepath.Join(t.TempDir(), "logbook-reporter")
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), cfg.Reporter) {
+		t.Errorf("New with Reporter %s: %v; want an error naming it", cfg.Reporter, err)
+	}
+}
