@@ -1,7 +1,7 @@
 // Package doctor checks what Logbook needs on this machine: bubblewrap,
-// the binaries on PATH, the data dir, the running server, the sandbox's
-// view, the hook journal, the hooks in Claude Code's settings, the
-// agents' data dirs and cgroup v2. Each check returns a Check, ok, warn
+// the binaries on PATH, the reporter beside logbook, the data dir, the
+// running server, the sandbox's view, the hook journal, the hooks in
+// Claude Code's settings, the agents' data dirs and cgroup v2. Each check returns a Check, ok, warn
 // or fail, with what was found and the fix; nothing is changed. The
 // binary prints them (`logbook doctor`).
 package doctor
@@ -114,6 +114,11 @@ func Run(ctx context.Context, env Env) []Check {
 	for _, name := range []string{"logbook", "logbook-hook"} {
 		out = append(out, OnPath(name))
 	}
+	self, err := os.Executable()
+	if err != nil {
+		self = ""
+	}
+	out = append(out, Reporter(self))
 	if env.Socket != "" {
 		out = append(out, SocketCheck(ctx, env.Socket, env.SocketStatus, msg), Hooks())
 		return append(out, agentDirs()...)
@@ -247,6 +252,28 @@ func OnPath(name string) Check {
 		c.Detail += " (hooks then run `logbook hook claude`, slower to start)"
 		c.Fix = "go install ./cmd/logbook-hook from the clone, with Go's bin directory on PATH"
 	}
+	return c
+}
+
+// Reporter checks that logbook-reporter is beside exe, the running
+// logbook ("" when it is not known): a worker of that logbook runs
+// restricted commands under it, and without it under logbook itself,
+// whose start adds tens of ms to each command (warn).
+func Reporter(exe string) Check {
+	c := Check{Name: sandbox.ReporterName}
+	if exe == "" {
+		c.Status, c.Detail = Warn, "the running logbook's path is not known: a serve of it may not find the reporter beside it"
+		c.Fix = "go install ./cmd/logbook ./cmd/" + sandbox.ReporterName + " from the clone, into one directory"
+		return c
+	}
+	if p, err := sandbox.ReporterBeside(exe); err == nil {
+		c.Status, c.Detail = OK, "beside "+filepath.Base(exe)+": "+p
+		return c
+	}
+	c.Status = Warn
+	c.Detail = "not beside " + exe + ": restricted commands run under " + filepath.Base(exe) +
+		" itself as their reporter, whose start adds tens of ms to each"
+	c.Fix = "go install ./cmd/" + sandbox.ReporterName + " from the clone (it goes beside logbook, in Go's bin directory)"
 	return c
 }
 

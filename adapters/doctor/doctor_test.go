@@ -60,3 +60,27 @@ func TestFailed(t *testing.T) {
 		t.Errorf("Failed = %d, want 2", n)
 	}
 }
+
+// Reporter is ok with an executable logbook-reporter beside logbook,
+// and warns, with the go install line, without one or with one that is
+// not executable.
+func TestReporter(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "logbook")
+	if c := Reporter(exe); c.Status != Warn || !strings.Contains(c.Detail, exe) || !strings.Contains(c.Fix, "go install ./cmd/logbook-reporter") {
+		t.Errorf("none beside: %+v; want a warning naming %s, with the go install line", c, exe)
+	}
+	rep := filepath.Join(dir, "logbook-reporter")
+	if err := os.WriteFile(rep, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c := Reporter(exe); c.Status != Warn {
+		t.Errorf("not executable: %+v; want a warning", c)
+	}
+	if err := os.Chmod(rep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if c := Reporter(exe); c.Status != OK || !strings.Contains(c.Detail, rep) {
+		t.Errorf("beside: %+v; want ok naming %s", c, rep)
+	}
+}

@@ -29,7 +29,8 @@ func doctorCmd(g *globals) *cobra.Command {
 		Use:   "doctor",
 		Short: "Check what Logbook needs on this machine, each line ok, warn or fail with the fix",
 		Long: `doctor checks bubblewrap (present, and able to build the sandbox for this
-user), the logbook binaries on PATH, the data dir's permissions, the running
+user), the logbook binaries on PATH, logbook-reporter beside logbook (restricted
+commands start slower without it), the data dir's permissions, the running
 server, the hooks in Claude Code's settings, Claude Code's and Codex's data
 dirs, and cgroup v2. With --socket (or $LOGBOOK_SOCKET) it checks the serve
 in system mode behind that socket instead of a data dir of your own. Each line is ok, warn or fail, with the fix. It exits 1
