@@ -287,6 +287,30 @@ func TestExecBinaryDeps(t *testing.T) {
 	}
 }
 
+// TestReporterBinaryDeps keeps logbook-reporter, which every restricted
+// command runs under, a millisecond's start: it links its own package
+// and the standard library's smallest parts only (no fmt, no reflect,
+// no cgo), nothing with package inits to pay for.
+func TestReporterBinaryDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", "github.com/logbook-dev/logbook/cmd/logbook-reporter").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	own := []string{"github.com/logbook-dev/logbook/cmd/logbook-reporter", "github.com/logbook-dev/logbook/sandbox/reporter"}
+	heavy := []string{"fmt", "reflect", "net", "os/user", "os/exec", "runtime/cgo", "crypto", "math/big", "encoding", "log", "regexp", "text", "unicode/utf16"}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		p, std, _ := strings.Cut(line, " ")
+		if std != "true" && !slices.Contains(own, p) {
+			t.Errorf("logbook-reporter links %s, outside the standard library", p)
+		}
+		for _, h := range heavy {
+			if p == h || strings.HasPrefix(p, h+"/") {
+				t.Errorf("logbook-reporter links %s", p)
+			}
+		}
+	}
+}
+
 // TestHookSockDeps keeps adapters/hooksock, the hook's transport, free of
 // the network stack and of cgo, so that a binary linking it stays static.
 func TestHookSockDeps(t *testing.T) {
