@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 
@@ -49,8 +50,9 @@ func init() {
 // their reporter. A path that is not "" is that executable (made
 // absolute), and an error if it is not an executable regular file. Else it is
 // ReporterName beside the running executable (os.Executable's
-// directory); when that is absent or not an executable regular file, it
-// is the running executable itself, which runs the reporter too (from
+// directory), else ReporterName on PATH (where `go install` puts it for
+// a serve started with `go run`); when neither is an executable regular
+// file, it is the running executable itself, which runs the reporter too (from
 // this package's init) but starts the slower for its size, and the error
 // says what is missing and how to install it. It returns "" only with an
 // error, when the running executable is not known either.
@@ -80,6 +82,14 @@ var defaultReporter = sync.OnceValue(func() (d struct {
 		return d
 	}
 	if d.path, err = ReporterBeside(self); err != nil {
+		// `go run` builds into a directory of its own: the installed
+		// one, on PATH, reports as well.
+		if p, perr := exec.LookPath(ReporterName); perr == nil {
+			if abs, aerr := filepath.Abs(p); aerr == nil && checkExecutable(abs) == nil {
+				d.path = abs
+				return d
+			}
+		}
 		d.path = self
 		d.err = fmt.Errorf("sandbox: reporter: %w: restricted commands run under %s instead, which starts slower (go install ./cmd/%s from Logbook's clone puts it beside %s)",
 			err, self, ReporterName, filepath.Base(self))
