@@ -142,6 +142,28 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 	}
 }
 
+// TestObservations_HarnessNameDash: the session aggregate is
+// "<harness>-<session>", so a harness name with a '-' would name another
+// harness's session ("foo-bar" + "baz" is "foo" + "bar-baz"): it is
+// refused (400, saying why) and nothing is appended; the session "foo"
+// posts as "bar-baz" is its own.
+func TestObservations_HarnessNameDash(t *testing.T) {
+	e := newEnv(t)
+	var ae apiError
+	e.do("POST", "/v1/observations", `{"harness":"foo-bar","id":"e1","session":"baz","kind":"k","meta":{"cwd":"/srv/a"},"signals":[{"kind":"prompt","id":"p1"}]}`, nil, 400, &ae)
+	if ae.Code != "bad_request" || !strings.Contains(ae.Error, `harness "foo-bar": '-' separates the harness from the session`) {
+		t.Errorf("a harness with a dash: %+v", ae)
+	}
+	if last, _ := e.log.LastSeq(t.Context()); last != 0 {
+		t.Errorf("refused observation appended up to %d", last)
+	}
+	var rep observeReply
+	e.do("POST", "/v1/observations", `{"harness":"foo","id":"e2","session":"bar-baz","kind":"k","signals":[{"kind":"prompt","id":"p1"}]}`, nil, 200, &rep)
+	if rep.Session != "foo-bar-baz" || rep.Last == 0 {
+		t.Errorf("harness foo's session bar-baz: %+v", rep)
+	}
+}
+
 // TestWrite_SlowBodyCutOff: a write that announces a body and never sends
 // it is cut off at the body timeout instead of holding its connection
 // open, and appends nothing.

@@ -27,7 +27,8 @@ const ObservationSchema = "logbook-observation/1"
 // "logbook-observation/1": one thing a harness saw of its agent, already
 // reduced to agent-neutral signals. It becomes one obs.harness event on
 // session "<harness>-<session>" and the decisions the session reducer
-// takes from it, in one batch.
+// takes from it, in one batch. A session is its harness's: another
+// harness's observation on it is refused (session.Decide).
 //
 // The server trusts no string of it: kind, every meta value and every
 // signal's id, name, task, status and text pass through the server's
@@ -36,7 +37,9 @@ const ObservationSchema = "logbook-observation/1"
 // idempotency id cannot be redacted without merging what they tell
 // apart, so one that looks like a secret is refused instead.
 type Observation struct {
-	// Harness names the posting program: [a-z0-9_-], 1..32 bytes.
+	// Harness names the posting program: [a-z0-9_], 1..32 bytes (no
+	// '-': the session aggregate's first '-' ends the harness's name, so
+	// two harnesses never name one session).
 	Harness string `json:"harness"`
 	// ID is the harness's own id of this observation, 1..128 bytes: a
 	// repeat of an id the session remembers (its last session.RecentKeys
@@ -129,11 +132,17 @@ func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 		return events.Aggregate{}, fmt.Errorf("%w: observation: "+format, append([]any{errBadRequest}, args...)...)
 	}
 	if o.Harness == "" || len(o.Harness) > 32 {
-		return bad("harness %q: want 1..32 bytes of [a-z0-9_-]", o.Harness)
+		return bad("harness %q: want 1..32 bytes of [a-z0-9_]", o.Harness)
 	}
 	for _, c := range []byte(o.Harness) {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return bad("harness %q: byte %s is not [a-z0-9_-]", o.Harness, events.ByteName(c))
+		if c == '-' {
+			// The session aggregate is "<harness>-<session>": a dash in
+			// the harness would let two harnesses name one session
+			// ("a-b" + "c" and "a" + "b-c").
+			return bad("harness %q: '-' separates the harness from the session in the session id, so a harness name holds none: want [a-z0-9_]", o.Harness)
+		}
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return bad("harness %q: byte %s is not [a-z0-9_]", o.Harness, events.ByteName(c))
 		}
 	}
 	if o.ID == "" || len(o.ID) > 128 || !utf8.ValidString(o.ID) {

@@ -256,6 +256,16 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 		// harness's own sessions may name their agent as they like.
 		return nil, fmt.Errorf("observe %s in session %s: %w: the session is %s's, the observation %s's", c.Obs.Type, s.ID, events.ErrRejected, s.Agent, agent)
 	}
+	if h, ok := events.HarnessOf(c.Obs.Data); ok && s.Exists() && h != s.Harness {
+		// A harness's session is that harness's alone: a harness never
+		// moves another's session (nor one another reader started),
+		// whatever id the two share.
+		owner := "not a harness's"
+		if s.Harness != "" {
+			owner = "harness " + s.Harness + "'s"
+		}
+		return nil, fmt.Errorf("observe %s in session %s: %w: the session is %s, the observation harness %s's", c.Obs.Type, s.ID, events.ErrRejected, owner, h)
+	}
 	if m := o.Meta; s.Parent != "" && m.AgentID != "" && m.SessionID != "" && m.SessionID != s.Parent && m.SessionID != s.ID {
 		// A subagent's session is one parent's: another session whose
 		// subagent has the same agent id (ids two parents share, by

@@ -511,6 +511,39 @@ func TestDecide_AnotherAgentsReport(t *testing.T) {
 	}
 }
 
+// TestDecide_AnotherHarnessReport: a harness's session is the harness's
+// alone, whatever agent either names: another harness's observation on it
+// (ids that met on a log written while harness names could hold a '-':
+// "foo-bar" + "baz" and "foo" + "bar-baz") is refused whole and decides
+// nothing; the session's own harness goes on.
+func TestDecide_AnotherHarnessReport(t *testing.T) {
+	h := newHistory(t)
+	post := func(harness, id string, sigs ...events.Sig) events.Envelope {
+		o := events.Observation{Key: harness + ":" + id, Parser: "logbook-observation/1", Kind: "k", Meta: events.Meta{Agent: "tool"}, Signals: sigs}
+		return events.NewRegistry().New(events.HarnessObserved{Observation: o})
+	}
+	h.observe(post("foo-bar", "e1", sig(events.SigPrompt, "id", "p1")).Data)
+	if h.s.Harness != "foo-bar" || h.s.Phase != events.PhaseWorking {
+		t.Fatalf("harness %q, phase %s; want foo-bar, working", h.s.Harness, h.s.Phase)
+	}
+	obs := h.stamp(post("foo", "e2", sig(events.SigTurnEnd), sig(events.SigSessionEnd)))
+	decs, err := session.Decide(h.s, session.Observe{Obs: obs})
+	if !errors.Is(err, events.ErrRejected) || len(decs) != 0 || !strings.Contains(err.Error(), "the session is harness foo-bar's, the observation harness foo's") {
+		t.Errorf("another harness: decided %v, %v; want refused naming both harnesses", types(decs), err)
+	}
+	if got := h.observe(post("foo-bar", "e3", sig(events.SigTurnEnd)).Data); len(got) == 0 || h.s.Phase != events.PhaseReady {
+		t.Errorf("the session's own harness after the refusal: %v, phase %s", types(got), h.s.Phase)
+	}
+	// A session another reader started is no harness's.
+	c := newHistory(t)
+	c.hook("h1", sig(events.SigPrompt, "id", "p1"))
+	obs = c.stamp(post("foo", "e1", sig(events.SigSessionEnd)))
+	obs.Data = events.HarnessObserved{Observation: events.Observation{Key: "foo:e1", Parser: "logbook-observation/1", Kind: "k", Meta: events.Meta{Agent: "claude-code"}, Signals: []events.Sig{sig(events.SigSessionEnd)}}}
+	if decs, err := session.Decide(c.s, session.Observe{Obs: obs}); !errors.Is(err, events.ErrRejected) || len(decs) != 0 {
+		t.Errorf("a harness on a hook's session: decided %v, %v; want refused", types(decs), err)
+	}
+}
+
 // TestDecide_TurnEndDatedBeforeTurn: a turn's end dated before the open
 // turn began is an earlier turn's, reported late by a source that sends
 // in batches of its own (Claude Code's interaction span after the next

@@ -54,6 +54,9 @@ func (s *State) evolve(e events.Envelope, inPlace bool) {
 			owner := *o.Sender
 			s.Owner = &owner
 		}
+		if h, ok := events.HarnessOf(e.Data); ok && s.Harness == "" && !s.Exists() {
+			s.Harness = h
+		}
 		if o.Line > 0 && o.Line > s.Cursor(o.Path) {
 			s.Lines += max(o.Copied, 1)
 			s.LineIDs = s.LineIDs.add1(LineID(o), inPlace)

@@ -147,10 +147,14 @@ type State struct {
 	// opened the session on serve's system socket. nil when the first
 	// observation came any other way (and in every log written before
 	// senders were kept).
-	Owner        *events.Sender `json:"owner,omitempty"`
-	EndReason    string         `json:"end_reason,omitempty"`
-	RecentKeys   Recent         `json:"recent_keys,omitzero"`   // hook keys, newest last
-	RecentClosed Recent         `json:"recent_closed,omitzero"` // closed entry ids, newest last
+	Owner *events.Sender `json:"owner,omitempty"`
+	// Harness is the harness whose observation (events.HarnessObserved)
+	// started the session: only that harness's observations move it.
+	// "" for a session another reader started.
+	Harness      string `json:"harness,omitempty"`
+	EndReason    string `json:"end_reason,omitempty"`
+	RecentKeys   Recent `json:"recent_keys,omitzero"`   // hook keys, newest last
+	RecentClosed Recent `json:"recent_closed,omitzero"` // closed entry ids, newest last
 	// Calls holds every entry that closed with its result, and the
 	// prompt id of every turn begun ("prompt:<id>"), for the session's
 	// life (bounded by MaxIDs): a late duplicate of such a call or prompt
