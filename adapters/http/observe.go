@@ -212,7 +212,8 @@ func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 
 // redacted returns o's kind, meta and signals with every string but the
 // ids (refused by check when a rule matches them) passed through red, a signal's text cut again to maxSigText bytes when its
-// redaction made it longer. o's own slices are not changed.
+// redaction made it longer, and the question of each call to a tool that
+// waits on the user (withQuestions). o's own slices are not changed.
 func (o Observation) redacted(red *redact.Redactor) Observation {
 	o.Kind = red.Redact(o.Kind)
 	m := &o.Meta
@@ -225,8 +226,27 @@ func (o Observation) redacted(red *redact.Redactor) Observation {
 		sg.Text = redact.CutText(red.Redact(sg.Text), maxSigText)
 		sigs[i] = sg
 	}
-	o.Signals = sigs
+	o.Signals = withQuestions(sigs)
 	return o
+}
+
+// withQuestions returns sigs with a question signal after each tool_use
+// of a tool that waits on the user (claude.BlocksOnUser: AskUserQuestion,
+// ExitPlanMode) that sigs do not already ask with a question of the
+// same id, as Claude Code's transcript parser gives it: the session waits
+// on a person while the call is open, and is never marked stale. sigs
+// itself is not changed.
+func withQuestions(sigs []events.Sig) []events.Sig {
+	out := make([]events.Sig, 0, len(sigs))
+	for _, sg := range sigs {
+		out = append(out, sg)
+		if sg.Kind == events.SigToolUse && claude.BlocksOnUser(sg.Name) && !slices.ContainsFunc(sigs, func(q events.Sig) bool {
+			return q.Kind == events.SigQuestion && q.ID == sg.ID
+		}) {
+			out = append(out, events.Sig{Kind: events.SigQuestion, ID: sg.ID, Name: sg.Name, Text: sg.Text})
+		}
+	}
+	return out
 }
 
 // observer appends harness observations through the session reducer.
