@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -43,12 +44,17 @@ var decodeMaps atomic.Bool
 // lineObject reads the transcript line b as one JSON object, its problems
 // going to probs. On failure it returns decodeObject's column and error
 // (wrapping ErrInvalidUTF8, ErrSyntax or ErrNotObject): the text of every
-// refusal is encoding/json's. A line is read in one pass into d
+// such refusal is encoding/json's; a line that names a member twice in
+// one object, at any depth, is refused with ErrDuplicateKey naming its
+// path (column 0). A line is read in one pass into d
 // (jsonx.Doc.Parse) where it can be; the decoded members are the same
 // either way. The object reads d: it must not be used once d is reused.
 func lineObject(b []byte, d *jsonx.Doc, probs *[]string) (object, int, error) {
 	if !decodeMaps.Load() && utf8.Valid(b) && d.Parse(b) {
 		if o, ok := d.Object("", probs); ok {
+			if k, dup := d.DuplicateKey(); dup {
+				return object{}, 0, duplicateKey(k)
+			}
 			return object{o}, 0, nil
 		}
 	}
@@ -56,7 +62,17 @@ func lineObject(b []byte, d *jsonx.Doc, probs *[]string) (object, int, error) {
 	if err != nil {
 		return object{}, col, err
 	}
+	if k, dup := jsonx.DuplicateKey(b, false); dup {
+		return object{}, 0, duplicateKey(k)
+	}
 	return objectOf(top, probs), 0, nil
+}
+
+// duplicateKey is the error of a line that names the member at path k
+// twice in one object: a reader keeps one value and the line holds both,
+// so the line is refused, as a hook payload that does is.
+func duplicateKey(k string) error {
+	return fmt.Errorf("%w %q: the object names it more than once", ErrDuplicateKey, k)
 }
 
 // lineDocs holds the documents transcript lines are read into, reused

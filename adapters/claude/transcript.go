@@ -94,7 +94,8 @@ func ParseLine(path string, line int, b []byte, cfg Config) (events.Observation,
 //
 // Errors are *LineError values naming path and n: ErrInvalidUTF8 (Col is
 // the first bad byte), ErrSyntax (Col is where the JSON parser stopped),
-// ErrNotObject, or ErrSecretID when a redaction rule matches one of the
+// ErrNotObject, ErrDuplicateKey (a member named twice in one object, at
+// any depth: its path), or ErrSecretID when a redaction rule matches one of the
 // line's ids (SecretID; ids are never redacted). With an error the observation is still returned, with Kind
 // "invalid", no signals, Raw (invalid bytes replaced by U+FFFD) and the
 // error in Problems, so an importer can record the line and keep its line

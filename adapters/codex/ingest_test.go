@@ -235,6 +235,22 @@ func TestImport_BadInput(t *testing.T) {
 			t.Fatalf("phase %s", st.Phase)
 		}
 	})
+	t.Run("a member named twice stops the file naming it; nothing of it appended", func(t *testing.T) {
+		l, in, path := rolloutRig(t)
+		dup := ev(2, "event_msg", `{"type":"task_started","type":"task_complete","turn_id":"t1"}`)
+		ingesttest.AppendFile(t, path, meta(tid, ""), dup, turnStart(3, "t2"))
+		r, err := in.ImportFile(ctx, path, nil)
+		var le *ingest.LineError
+		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ingest.ErrDuplicateKey) || !strings.Contains(err.Error(), filepath.Base(path)+`:2: duplicate key "payload.type"`) {
+			t.Fatalf("err = %v, want a duplicate key at line 2", err)
+		}
+		if r.Appended != 1 || r.Lines != 1 {
+			t.Fatalf("result %+v", r)
+		}
+		if st := ingesttest.StateOf(t, l, tid); st.Turns != 0 {
+			t.Fatalf("%d turns after the refused line", st.Turns)
+		}
+	})
 	t.Run("torn last line waits", func(t *testing.T) {
 		_, in, path := rolloutRig(t)
 		full := turnStart(1, "t1")

@@ -236,7 +236,9 @@ const (
 // session after the file).
 //
 // Errors are *ingest.LineError values naming path and n, wrapping
-// ingest.ErrInvalidUTF8, ingest.ErrSyntax, ingest.ErrNotObject, or
+// ingest.ErrInvalidUTF8, ingest.ErrSyntax, ingest.ErrNotObject,
+// ingest.ErrDuplicateKey (a member named twice in one object, at any
+// depth: its path), or
 // ingest.ErrSecretID when a redaction rule matches one of the line's ids
 // (ids are never redacted); the observation is still returned, Kind
 // "invalid", with Raw and the error in Problems, so an importer can
@@ -248,6 +250,13 @@ func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Obser
 	}
 	o := events.Observation{Key: "line:" + strconv.Itoa(n), Parser: ParserLine, Path: path, Line: n, Meta: events.Meta{Agent: Agent}}
 	top, col, err := decodeObject(b)
+	if err == nil {
+		if k, dup := duplicateKey(b); dup {
+			// A reader keeps one value and the line holds both:
+			// refused, as a notify payload that names a member twice is.
+			err = fmt.Errorf("%w %q: the object names it more than once", ingest.ErrDuplicateKey, k)
+		}
+	}
 	if err != nil {
 		o.Kind = "invalid"
 		o.Problems = []string{fmt.Sprintf("line %d:%d: %v", n, col, err)}
@@ -1019,6 +1028,18 @@ func decodeObject(b []byte) (map[string]json.RawMessage, int, error) {
 		return nil, 1, fmt.Errorf("%w: got %s", ingest.ErrNotObject, jsonKind(bytes.TrimSpace(b)))
 	}
 	return m, 0, nil
+}
+
+// duplicateKey returns the path of the first member of b, one JSON
+// object, named twice in one object at any depth (names compared
+// exactly), and whether there is one: read in one pass
+// (jsonx.Doc.DuplicateKey), or by jsonx.DuplicateKey when b is too large
+// for that.
+func duplicateKey(b []byte) (string, bool) {
+	if d, ok := jsonx.Parse(b); ok {
+		return d.DuplicateKey()
+	}
+	return jsonx.DuplicateKey(b, false)
 }
 
 func trimEOL(b []byte) []byte {

@@ -362,3 +362,64 @@ func unquote(s []byte) string {
 	b, _ := jsonlex.Unquote(make([]byte, 0, len(s)), s, -1)
 	return string(b)
 }
+
+// DuplicateKey returns the path of the first object member of the
+// document whose name an earlier member of the same object already has,
+// as the function DuplicateKey names it with fold false (names compare
+// exactly, after decoding escapes), and whether there is one. Each
+// object's names are compared where they lie; the path is found only
+// when there is a duplicate.
+func (d *Doc) DuplicateKey() (path string, found bool) {
+	for i := range d.nodes {
+		if d.nodes[i].kind == '{' && d.repeatsName(int32(i)) {
+			return DuplicateKey(d.src, false)
+		}
+	}
+	return "", false
+}
+
+// manyMembers is the most members repeatsName compares pairwise; past it
+// the names go in a set.
+const manyMembers = 32
+
+// repeatsName reports whether object node at names a member twice.
+func (d *Doc) repeatsName(at int32) bool {
+	var small [manyMembers]int32
+	keys := small[:0]
+	var set map[string]struct{}
+	end := d.nodes[at].next
+	for k := at + 1; k < end; k = d.nodes[k+1].next {
+		if set != nil {
+			name := d.text(k)
+			if _, dup := set[name]; dup {
+				return true
+			}
+			set[name] = struct{}{}
+			continue
+		}
+		for _, j := range keys {
+			if d.sameName(j, k) {
+				return true
+			}
+		}
+		if len(keys) < manyMembers {
+			keys = append(keys, k)
+			continue
+		}
+		set = make(map[string]struct{}, 2*manyMembers)
+		for _, j := range keys {
+			set[d.text(j)] = struct{}{}
+		}
+		set[d.text(k)] = struct{}{}
+	}
+	return false
+}
+
+// sameName reports whether string nodes a and b decode to one text.
+func (d *Doc) sameName(a, b int32) bool {
+	na, nb := &d.nodes[a], &d.nodes[b]
+	if !na.esc && !nb.esc && !na.high && !nb.high {
+		return string(d.src[na.start:na.end]) == string(d.src[nb.start:nb.end])
+	}
+	return d.text(a) == d.text(b)
+}
