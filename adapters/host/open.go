@@ -347,11 +347,28 @@ func lockFor(ctx context.Context, c Client) (*os.File, error) {
 	}
 	if errors.Is(err, datadir.ErrBusy) {
 		if strings.Contains(err.Error(), "logbook serve") {
+			if remote := followed(c.Dir); remote != "" {
+				return nil, fmt.Errorf("%w, following the log at %s: it answers a command that gives that server's credentials: pass --creds FILE (a reader's)", err, remote)
+			}
 			return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, c.Dir.Path("serve.json"))
 		}
 		return nil, fmt.Errorf("%w; another command works on it directly: try again when it ends, or run `logbook serve` so commands can share it", err)
 	}
 	return lock, err
+}
+
+// followed returns the server whose log d's projection is made from when
+// d is a follower's data dir (no log of its own, stream.json naming
+// another server), "" otherwise.
+func followed(d datadir.Dir) string {
+	if _, err := os.Stat(d.Path("jetstream")); !errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	r, have, err := d.ReadStreamRecord()
+	if err != nil || !have {
+		return ""
+	}
+	return r.Remote
 }
 
 // waitWriter waits up to c.BusyWait for the command whose hold busy

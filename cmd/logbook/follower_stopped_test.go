@@ -18,8 +18,9 @@ import (
 // of its own. A read there (with a reader's credentials and no URL, or
 // with none) and a serve there without --nats-url each say where its log
 // is and start none: no empty log is made, which the projection would
-// then be refused against. The follower started again as before follows
-// the log as it did.
+// then be refused against. While it runs, a read without credentials is
+// told to pass them. The follower started again as before follows the
+// log as it did.
 func TestFollowerStopped_NoLogStartedThere(t *testing.T) {
 	bin := soakBuild(t)
 	origin, follower := t.TempDir(), filepath.Join(t.TempDir(), "follower")
@@ -66,6 +67,10 @@ func TestFollowerStopped_NoLogStartedThere(t *testing.T) {
 	if !sessionsSeen() {
 		stop(f)
 		t.Fatal("the follower never listed the origin's session")
+	}
+	// While it runs, a command without credentials is told to pass them.
+	if out, err := run("", "sessions", "--data", follower); err == nil || !strings.Contains(out, "pass --creds FILE") {
+		t.Errorf("logbook sessions on a running follower's data dir without credentials: %v\n%s\nwant an error saying to pass --creds", err, out)
 	}
 	stop(f)
 
