@@ -2,44 +2,20 @@ package sandbox
 
 import (
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
-// reporterDir is where testReporter built logbook-reporter, removed
-// when the tests end; "" if it built none.
-var reporterDir string
-
-// builtReporter builds logbook-reporter once a test binary, on first
-// use: a test binary run again as a helper (with an environment of its
-// own, as another user) builds none unless it runs a restricted command.
-var builtReporter = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "sandbox-reporter-")
-	if err != nil {
-		return "", err
-	}
-	reporterDir = dir
-	return sandboxtest.Reporter(dir)
-})
-
-// testReporter returns the logbook-reporter executable newSpec's
-// restricted commands run under; a Spec without one runs under the test
-// binary itself, as a worker without logbook-reporter beside it does.
+// testReporter returns the logbook-reporter executable newSpec's restricted commands run under; a Spec without one runs under the test binary itself, as a worker without logbook-reporter beside it does
+// (sandboxtest.TestReporter).
 func testReporter(t testing.TB) string {
 	t.Helper()
-	p, err := builtReporter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return sandboxtest.TestReporter(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if reporterDir != "" {
-		os.RemoveAll(reporterDir)
-	}
+	sandboxtest.RemoveBuilt()
 	os.Exit(code)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"testing"
 )
 
 // ReporterEnv names the variable through which a test binary hands the
@@ -43,4 +45,40 @@ func Reporter(dir string) (string, error) {
 		return "", fmt.Errorf("reporter %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// built is Reporter's answer for the test binary, asked once, on first
+// use (a test binary run again as a helper builds none unless it runs a
+// restricted command); builtDir is the directory it may have built into,
+// which RemoveBuilt removes.
+var (
+	builtDir string
+	built    = sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "logbook-test-reporter-")
+		if err != nil {
+			return "", err
+		}
+		builtDir = dir
+		return Reporter(dir)
+	})
+)
+
+// TestReporter returns the logbook-reporter executable a test's
+// restricted commands run under (Spec.Reporter, worker Config.Reporter),
+// found or built once per test binary (Reporter); it fails t if there is
+// none. Call RemoveBuilt from TestMain once the tests have run.
+func TestReporter(t testing.TB) string {
+	t.Helper()
+	p, err := built()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// RemoveBuilt removes what TestReporter built, if anything.
+func RemoveBuilt() {
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
 }
