@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 
@@ -52,12 +51,7 @@ var gitPathSubcommands = map[string]bool{
 func changesGit(c Call) string {
 	switch c.Tool {
 	case "Edit", "Write", "MultiEdit", "NotebookEdit":
-		var in struct {
-			File     string `json:"file_path"`
-			Notebook string `json:"notebook_path"`
-		}
-		_ = json.Unmarshal(c.Input, &in)
-		f := or(in.File, in.Notebook)
+		f := toolPath(c)
 		if f == "" {
 			return ""
 		}

@@ -75,12 +75,7 @@ func guard(dd string) func(Call) (pattern, risk string) {
 			if dd == "" {
 				return false
 			}
-			var in struct {
-				File     string `json:"file_path"`
-				Notebook string `json:"notebook_path"`
-			}
-			_ = json.Unmarshal(c.Input, &in)
-			f := or(in.File, in.Notebook)
+			f := toolPath(c)
 			if f == "" {
 				return false
 			}
@@ -209,6 +204,18 @@ func unknownWord(w shell.Word, given map[string]bool) bool {
 	}
 }
 
+// toolPath returns the path a file tool's call c names: its file_path,
+// else its notebook_path; "" when it names neither (or its input is not
+// an object: the "usable input" rule denies such a call).
+func toolPath(c Call) string {
+	var in struct {
+		File     string `json:"file_path"`
+		Notebook string `json:"notebook_path"`
+	}
+	_ = json.Unmarshal(c.Input, &in)
+	return or(in.File, in.Notebook)
+}
+
 // The Claude Code settings files the hooks are wired in, and their
 // folder.
 var (
@@ -224,12 +231,7 @@ var (
 func changesSettings(c Call) bool {
 	switch c.Tool {
 	case "Edit", "Write", "MultiEdit", "NotebookEdit":
-		var in struct {
-			File     string `json:"file_path"`
-			Notebook string `json:"notebook_path"`
-		}
-		_ = json.Unmarshal(c.Input, &in)
-		f := strings.ToLower(filepath.Clean(or(in.File, in.Notebook)))
+		f := strings.ToLower(filepath.Clean(toolPath(c)))
 		return filepath.Base(filepath.Dir(f)) == settingsDir && slices.Contains(settingsFiles, filepath.Base(f))
 	}
 	if !shellLike(c.Tool) {

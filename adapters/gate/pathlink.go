@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,12 +231,7 @@ func unknownTarget(w shell.Word, dir string) bool {
 func linkGuarded(c Call) bool {
 	switch c.Tool {
 	case "Edit", "Write", "Read", "MultiEdit", "NotebookEdit", "NotebookRead":
-		var in struct {
-			File     string `json:"file_path"`
-			Notebook string `json:"notebook_path"`
-		}
-		_ = json.Unmarshal(c.Input, &in)
-		return filePathUnresolvable(or(in.File, in.Notebook))
+		return filePathUnresolvable(toolPath(c))
 	}
 	if !shellLike(c.Tool) && !shellTool(c.Tool) {
 		return false
