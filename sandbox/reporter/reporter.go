@@ -121,11 +121,15 @@ func Exit(ws syscall.WaitStatus) int {
 // forkExecPath starts argv as execvp(3) would run it: argv[0] as a path
 // if it has a slash, else each entry of PATH (or execvp's default) in
 // turn, going on past one it may not run, with the reporter's stdin,
-// stdout, stderr, environment and directory.
+// stdout, stderr, environment and directory. execvp tries each entry in
+// one child; here each try is a child of its own (a fork of this
+// process), so an entry that names nothing is passed over after a
+// stat(2), which fails as execve(2) would (ENOENT, ENOTDIR), without a
+// fork: a PATH of a dozen entries costs one fork, not a dozen.
 func forkExecPath(argv []string) (int, error) {
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
 	if strings.Contains(argv[0], "/") {
-		return syscall.ForkExec(argv[0], argv, attr)
+		return forkExec(argv[0], argv, attr)
 	}
 	path, ok := os.LookupEnv("PATH")
 	if !ok {
@@ -137,7 +141,15 @@ func forkExecPath(argv []string) (int, error) {
 		if dir == "" {
 			dir = "."
 		}
-		pid, e := syscall.ForkExec(dir+"/"+argv[0], argv, attr)
+		file := dir + "/" + argv[0]
+		var st syscall.Stat_t
+		if e := syscall.Stat(file, &st); e == syscall.ENOENT || e == syscall.ENOTDIR {
+			if !denied {
+				err = e
+			}
+			continue
+		}
+		pid, e := forkExec(file, argv, attr)
 		if e == nil {
 			return pid, nil
 		}
@@ -155,6 +167,9 @@ func forkExecPath(argv []string) (int, error) {
 	}
 	return 0, err
 }
+
+// forkExec is syscall.ForkExec; a test counts the forks through it.
+var forkExec = syscall.ForkExec
 
 // Parse reads the reporter's report b: the command's wait status (ok),
 // or the errno of its failed exec (execErr != 0). Anything else, nothing
