@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -353,8 +355,13 @@ const maxAncestorMounts = 256
 // process, which then waits on blockFD until its limits are in place
 // (and for good if the worker dies first: see holdFD). The command runs
 // under the reporter, executable rep bound read-only at reporterPath.
+// With rep "" the command runs directly, as bubblewrap's first process,
+// and bwrap is given none of those descriptors (see BoundaryCommand).
 func (l layout) args(rep string, argv []string) []string {
-	a := append(boundaryBase(l.system, l.sysLink, l.tmpBytes), "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD), "--sync-fd", strconv.Itoa(holdFD))
+	a := boundaryBase(l.system, l.sysLink, l.tmpBytes)
+	if rep != "" {
+		a = append(a, "--json-status-fd", strconv.Itoa(statusFD), "--block-fd", strconv.Itoa(blockFD), "--sync-fd", strconv.Itoa(holdFD))
+	}
 	for _, v := range l.views {
 		switch v.kind {
 		case viewRO:
@@ -388,8 +395,62 @@ func (l layout) args(rep string, argv []string) []string {
 	}
 	// The empty root, where bwrap made the mount points, is read-only:
 	// nothing unbounded is written outside /tmp, /run and the home.
+	if rep == "" {
+		a = append(a, "--remount-ro", "/", "--chdir", l.dir, "--")
+		return append(a, argv...)
+	}
 	a = append(a, "--ro-bind", rep, reporterPath, "--remount-ro", "/", "--chdir", l.dir, "--", reporterPath)
 	return append(a, argv...)
+}
+
+// BoundaryCommand returns bubblewrap's command line for spec's command in
+// a restricted mode with the boundary Start would build (the same
+// namespaces, mounts and working directory; bwrap found as Start finds
+// it; nested protected paths of a workspace_write workspace are not
+// searched) and nothing of Start's own: the command runs directly as
+// bubblewrap's first process, with no reporter, no status, block or hold
+// descriptors, no workspace lock or placeholders (bubblewrap makes the
+// mount points of missing protected names in the workspace, and they
+// stay), no process, memory or cgroup limits, no output capture. It is
+// bubblewrap's own cost of a command, for a benchmark to set beside Start's (logbook bench); a
+// command run this way is held to none of Start's limits, and its end
+// is reported as bubblewrap reports it (a signal as 128+N), so nothing
+// but a measurement should run one. The caller owns the returned command
+// and sets its standard streams. Errors: spec's, as Start's
+// (ErrInvalidSpec, ErrNotFound), and a FullAccess spec is ErrInvalidSpec.
+func BoundaryCommand(ctx context.Context, spec Spec) (*exec.Cmd, error) {
+	pl, err := validate(spec)
+	if err != nil {
+		return nil, err
+	}
+	if !pl.restricted {
+		return nil, fmt.Errorf("boundary %q: %w: mode %s has no boundary", pl.name, ErrInvalidSpec, spec.Mode)
+	}
+	bw, err := findBwrap(spec.Bwrap)
+	if err != nil {
+		return nil, fmt.Errorf("boundary %q in mode %s: %w", pl.name, spec.Mode, err)
+	}
+	if spec.Mode == WorkspaceWrite {
+		// The protected names as claim decides them, without its lock,
+		// ledger or placeholders: bubblewrap makes a missing one's mount
+		// point in the workspace, where it stays.
+		l := &pl.layout
+		for _, name := range ProtectedNames() {
+			p := filepath.Join(l.ws, name)
+			switch _, err := os.Lstat(p); {
+			case err == nil:
+				l.protected = append(l.protected, p)
+			case slices.Contains(absentDirNames(), name):
+				l.absentDirs = append(l.absentDirs, p)
+			default:
+				l.absentFiles = append(l.absentFiles, p)
+			}
+		}
+	}
+	c := exec.CommandContext(ctx, bw)
+	c.Args = append([]string{bw}, pl.layout.args("", pl.args)...)
+	c.Env, c.Dir = pl.env, pl.dir
+	return c, nil
 }
 
 // boundaryBase returns the bwrap options shared by every restricted

@@ -1,0 +1,48 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BoundaryCommand runs the command in the boundary Start builds, without
+// Start's own parts: what it writes in the workspace is there, what it
+// writes elsewhere (read_only: the workspace too) is not, and it sees no
+// host but the boundary's views. FullAccess has no boundary.
+func TestBoundaryCommand(t *testing.T) {
+	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
+		t.Run(string(m), func(t *testing.T) {
+			s := newSpec(t, m, false, "sh", "-c", `echo in > inside; echo out > /.outside; cat /proc/1/cmdline | tr '\0' ' '; pwd`)
+			outside := t.TempDir() // a host directory the boundary does not show
+			if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("lb-host-secret"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s.Argv[2] += "; cat " + filepath.Join(outside, "secret") + ""
+			c, err := BoundaryCommand(t.Context(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := c.CombinedOutput()
+			got := string(out)
+			if !strings.Contains(got, "bwrap") || strings.Contains(got, reporterPath) || !strings.Contains(got, s.Workspace) || strings.Contains(got, "lb-host-secret") {
+				t.Errorf("BoundaryCommand's command said %q: want bwrap as pid 1 and no reporter, the workspace as its directory, the host's %s unseen", got, outside)
+			}
+			_, err = os.Stat(filepath.Join(s.Workspace, "inside"))
+			if wrote := err == nil; wrote != (m == WorkspaceWrite) {
+				t.Errorf("in %s the command wrote its workspace: %v", m, wrote)
+			}
+			if m == WorkspaceWrite && !strings.Contains(got, "--tmpfs "+filepath.Join(s.Workspace, ".git")) {
+				t.Errorf("in %s the boundary keeps no .git missing: %s", m, got)
+			}
+			if _, err := os.Stat("/.outside"); err == nil {
+				t.Errorf("in %s the command wrote the host's /", m)
+			}
+		})
+	}
+	if _, err := BoundaryCommand(t.Context(), newSpec(t, FullAccess, false, "true")); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("BoundaryCommand in full_access = %v, want ErrInvalidSpec", err)
+	}
+}
