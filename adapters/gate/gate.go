@@ -526,7 +526,11 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		answer = rule(events.VerdictDeny, "policy", errors.Join(perrs...).Error())
 		answer.Outcome = events.ReviewUnavailable
 	case m.Action == ActionDeny:
-		answer = rule(events.VerdictDeny, m.Pattern, "denied by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+		why := "denied by policy rule " + m.Pattern + " in " + or(m.Path, "the built-in rules")
+		if m.Through != "" {
+			why += ": " + m.Through
+		}
+		answer = rule(events.VerdictDeny, m.Pattern, why)
 	case req.checkDeny != "":
 		answer = rule(events.VerdictDeny, "require_check "+req.checkPattern, req.checkDeny)
 	case st.Mode == events.ModeReadOnly && writeTools[req.Tool]:

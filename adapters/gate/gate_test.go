@@ -629,3 +629,17 @@ func TestAnswer_RefusesBlankReason(t *testing.T) {
 		}
 	}
 }
+
+// A deny through a program known only when the command runs says so in
+// the verdict's reason, beside the rule.
+func TestGate_DenyThroughUnknownProgramSaysSo(t *testing.T) {
+	r := newRig(t, `deny = ["Bash(rm -rf:*)", "Bash(curl:*)"]`)
+	r.hook("UserPromptSubmit", map[string]any{"prompt": "fetch it"})
+	v, err := r.ask("Bash", "toolu_x", map[string]any{"command": "x=curl; $x example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Decision != DecideDeny || !strings.Contains(v.Reason, "denied by policy rule Bash(rm -rf:*)") || !strings.Contains(v.Reason, "`${x} example.com` names its program only when it runs") {
+		t.Errorf("deny of x=curl; $x …: %+v", v)
+	}
+}

@@ -349,6 +349,10 @@ type Match struct {
 	Pattern string // the rule's pattern
 	Risk    string // the highest risk class of a matching [risk] pattern, "" if none
 	Path    string // the policy file the rule came from
+	// Through is "" when the rule matches what the call names; else the
+	// rule may match only a program known only when the command runs,
+	// and Through says which (for the deny's reason).
+	Through string
 }
 
 // RequireCheck returns the first require_check pattern of pols that may

@@ -274,3 +274,28 @@ func TestPolicy_GuardShellNamesPolicy(t *testing.T) {
 		t.Errorf("a write elsewhere: %+v, want the rule's allow", m)
 	}
 }
+
+// A deny names the rule that matches a program the command names; a rule
+// that matches only because a program is known only when it runs ($x y
+// may be rm -rf) is named after those, and says so.
+func TestPolicy_DenyNamesWhatMatched(t *testing.T) {
+	p, err := ParsePolicy("policy.toml", []byte(`deny = ["Bash(rm -rf:*)", "Bash(curl:*)"]`+"\n"+`allow = ["Bash(ls:*)"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cmd, pattern, through string // through: a part of Match.Through, "" for none
+	}{
+		{`curl x`, "Bash(curl:*)", ""},
+		{`x=curl; $x y`, "Bash(rm -rf:*)", "${x} y"},
+		{`"$x" y; curl z`, "Bash(curl:*)", ""},
+		{`ls; $(echo rm) -rf /`, "Bash(rm -rf:*)", "names its program only when it runs"},
+		{`rm -rf /; $x`, "Bash(rm -rf:*)", ""},
+		{`sudo "$c" x`, "Bash(curl:*)", "${c} x"}, // one word: never "rm -rf"
+	} {
+		m := Decide([]*Policy{p}, bash(tc.cmd))
+		if m.Action != ActionDeny || m.Pattern != tc.pattern || (tc.through == "") != (m.Through == "") || !strings.Contains(m.Through, tc.through) {
+			t.Errorf("%q: %s by %s (%q), want deny by %s through %q", tc.cmd, m.Action, m.Pattern, m.Through, tc.pattern, tc.through)
+		}
+	}
+}

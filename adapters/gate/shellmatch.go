@@ -258,10 +258,20 @@ func (p *Policy) decideShell(c Call) Match {
 		action string
 		ps     []Pattern
 	}{{ActionDeny, p.deny}, {ActionReview, p.review}} {
+		// A rule that matches a command whose program is known names
+		// the match before one that may match a program known only when
+		// it runs, which then says so.
+		var maybe *Match
 		for _, pt := range set.ps {
-			if pt.shellMayMatch(c, sc) {
+			switch ok, through := pt.shellMatch(c, sc); {
+			case ok && through == "":
 				return Match{Action: set.action, Pattern: pt.Source, Path: p.Path}
+			case ok && maybe == nil:
+				maybe = &Match{Action: set.action, Pattern: pt.Source, Path: p.Path, Through: through}
 			}
+		}
+		if maybe != nil {
+			return *maybe
 		}
 	}
 	if pt, ok := p.unknownFileRule(c, sc); ok {
@@ -419,18 +429,37 @@ func mentionsSpec(spec string, sc *shell.Script) bool {
 // created or removed, a folder a program writes files under among them
 // (Write and Edit patterns), or read (Read patterns).
 func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
+	ok, _ := pt.shellMatch(c, sc)
+	return ok
+}
+
+// shellMatch is shellMayMatch, and says how: through is "" when pt
+// matches a command whose program the gate knows, or a file it names;
+// else pt matches only a command whose program is known only when it
+// runs, and through says which, for the person told why (`$x y` may be
+// `rm -rf /`).
+func (pt Pattern) shellMatch(c Call, sc *shell.Script) (ok bool, through string) {
 	if ok, _ := path.Match(pt.Tool, c.Tool); ok {
 		if !pt.HasArg {
-			return true
+			return true, ""
 		}
 		for _, cmd := range sc.Commands {
-			if len(cmd.Args) > 0 && mayMatch(pt.Spec, cmd) {
-				return true
+			if len(cmd.Args) == 0 || !mayMatch(pt.Spec, cmd) {
+				continue
 			}
+			if cmd.Args[0].Static && !cmd.Maybe {
+				return true, ""
+			}
+			if through == "" {
+				through = unknownProgram(cmd)
+			}
+		}
+		if through != "" {
+			return true, through
 		}
 	}
 	if !pt.HasArg {
-		return false
+		return false, ""
 	}
 	for _, rd := range pt.fileRedirections(sc) {
 		if !rd.Target.Static {
@@ -439,13 +468,30 @@ func (pt Pattern) shellMayMatch(c Call, sc *shell.Script) bool {
 		// As written, as the kernel resolves it now, and with a leading
 		// "~" the home directory.
 		if pathMatchesResolved(pt.Spec, rd.Target.Value, c.Dir) {
-			return true
+			return true, ""
 		}
 		if h := homeReading(rd.Target.Value); h != "" && pathMatchesResolved(pt.Spec, h, c.Dir) {
-			return true
+			return true, ""
 		}
 	}
-	return false
+	return false, ""
+}
+
+// unknownProgram says of cmd, a command whose program is known only when
+// it runs (or that such a program may run), why a rule may match it.
+func unknownProgram(cmd shell.Command) string {
+	words := make([]string, 0, min(len(cmd.Args), 4))
+	for _, w := range cmd.Args[:min(len(cmd.Args), 4)] {
+		words = append(words, w.Glob)
+	}
+	text := strings.Join(words, " ")
+	if len(cmd.Args) > 4 {
+		text += " …"
+	}
+	if !cmd.Args[0].Static {
+		return "`" + text + "` names its program only when it runs, and that may be what the rule names"
+	}
+	return "`" + text + "` may be run by a program known only when it runs (" + cmd.Via + ")"
 }
 
 // fileRedirections returns the redirections of sc whose kind pattern pt's
