@@ -21,12 +21,19 @@ const (
 	// requested command. A command's session never changes, so its index
 	// key is written once, with the request.
 	CommandSessionPrefix = "commands-by-session/"
+	// CommandActivePrefix prefixes the index of active commands:
+	// commands-active/<session>/<id> = <id>, for every command whose row
+	// is active (command.State.Active: requested or started, not
+	// evicted), removed when it is no longer. A session's active commands
+	// are read from it (Commands with activeOnly) at the cost of those
+	// commands, not of every command the session ever ran.
+	CommandActivePrefix = "commands-active/"
 )
 
-// CommandView is the "commands" view, schema version 2: one row per
+// CommandView is the "commands" view, schema version 3: one row per
 // command aggregate holding the JSON of its reducers/command.State, kept
 // by loading the row, folding the record with command.Evolve and storing
-// it, plus the session index. Events of other aggregate kinds are ignored;
+// it, plus the session index and the index of active commands. Events of other aggregate kinds are ignored;
 // command events the reducer does not know only advance the row's ver.
 //
 // Rows hold facts only (times from envelopes, the worker's reports), so
@@ -42,7 +49,10 @@ func (CommandView) Name() string { return "commands" }
 
 // Version implements View. Bump it when command.State's JSON or the
 // view's keys change.
-func (CommandView) Version() int { return 2 } // 2: the process fields of command.running, lingering
+//
+// 2: the process fields of command.running, lingering; 3: the index of
+// active commands (CommandActivePrefix).
+func (CommandView) Version() int { return 3 }
 
 // Apply implements View.
 func (CommandView) Apply(tx *Tx, r events.Record) error {
@@ -59,7 +69,7 @@ func (CommandView) Apply(tx *Tx, r events.Record) error {
 			return fmt.Errorf("decode command row %s: %w", r.Agg.ID, err)
 		}
 	}
-	before := st.Session
+	before, wasActive := st.Session, found && st.Active()
 	st = command.Evolve(st, r.Envelope)
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -69,7 +79,17 @@ func (CommandView) Apply(tx *Tx, r events.Record) error {
 		return err
 	}
 	if st.Session != "" && st.Session != before {
-		return tx.Set(CommandSessionPrefix+st.Session+"/"+r.Agg.ID, nil)
+		if err := tx.Set(CommandSessionPrefix+st.Session+"/"+r.Agg.ID, nil); err != nil {
+			return err
+		}
+	}
+	// A command's session is set by its request and never changes: the
+	// key it was indexed under as active is the one it is removed from.
+	switch active := st.Session != "" && st.Active(); {
+	case active && !wasActive:
+		return tx.Set(CommandActivePrefix+st.Session+"/"+r.Agg.ID, []byte(r.Agg.ID))
+	case !active && wasActive && before != "":
+		return tx.Delete(CommandActivePrefix + before + "/" + r.Agg.ID)
 	}
 	return nil
 }
@@ -110,14 +130,35 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 		}
 		return nil
 	}
-	if session == "" {
+	switch {
+	case activeOnly:
+		// The active index names them: its value is the id.
+		prefix := CommandActivePrefix
+		if session != "" {
+			prefix += session + "/"
+		}
+		var ids []string
+		err = sn.scan(prefix, func(_ string, v []byte) error {
+			ids = append(ids, string(v))
+			return nil
+		})
+		if err == nil {
+			slices.Sort(ids)
+			err = sn.rows(CommandPrefix, ids, func(id string, v []byte) error {
+				if err := keep(v); err != nil {
+					return fmt.Errorf("decode %s%s: %w", CommandPrefix, id, err)
+				}
+				return nil
+			})
+		}
+	case session == "":
 		err = sn.scan(CommandPrefix, func(key string, v []byte) error {
 			if err := keep(v); err != nil {
 				return fmt.Errorf("decode %s: %w", key, err)
 			}
 			return nil
 		})
-	} else {
+	default:
 		prefix := CommandSessionPrefix + session + "/"
 		var ids []string
 		err = sn.scan(prefix, func(key string, _ []byte) error {

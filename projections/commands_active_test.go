@@ -3,11 +3,14 @@ package projections_test
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/events"
@@ -126,6 +129,88 @@ func BenchmarkStore_CommandsActive(b *testing.B) {
 		got, err := s.Commands("s1", true)
 		if err != nil || len(got) != 1 {
 			b.Fatalf("Commands = %d rows, %v; want the one requested", len(got), err)
+		}
+	}
+}
+
+// TestStore_CommandsActiveIndex: over random histories of commands in
+// three sessions (requested, started, running, exited, abandoned,
+// evicted, refused, in any order the reducer takes) and batch sizes 1,
+// 7 and all, the active commands read from the index are, for each
+// session and for all, those a whole decoding of every row takes.
+func TestStore_CommandsActiveIndex(t *testing.T) {
+	reg := events.NewRegistry()
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	for seed := range int64(20) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		var recs []events.Record
+		vers := map[string]uint64{}
+		add := func(id string, p events.Payload) {
+			vers[id]++
+			e := reg.New(p)
+			e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, vers[id], at.Add(time.Duration(len(recs))*time.Second)
+			e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
+			recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
+		}
+		var ids []string
+		for range 60 {
+			if len(ids) == 0 || rng.IntN(3) == 0 {
+				id := fmt.Sprintf("c%02d", len(ids))
+				ids = append(ids, id)
+				add(id, events.CommandRequested{Session: fmt.Sprintf("s%d", rng.IntN(3)), Argv: []string{"true"}, Workspace: "/w", Mode: events.ModeFullAccess})
+				continue
+			}
+			id := ids[rng.IntN(len(ids))]
+			switch rng.IntN(6) {
+			case 0:
+				add(id, events.CommandStarted{Worker: "w1", Host: "h"})
+			case 1:
+				add(id, events.CommandExited{Code: rng.IntN(2)})
+			case 2:
+				add(id, events.CommandAbandoned{Reason: "worker_lost", Worker: "w1"})
+			case 3:
+				add(id, events.CommandEvicted{})
+			case 4:
+				add(id, events.CommandRefused{Reason: "no"})
+			case 5:
+				add(id, events.CommandRunning{})
+			}
+		}
+		for _, size := range []int{1, 7, len(recs)} {
+			s := open(t, t.TempDir(), projections.Options{})
+			apply(t, s, recs, size)
+			// The index holds the active commands and no others.
+			sn, err := s.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			indexed := 0
+			for row, err := range sn.Rows() {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.HasPrefix(string(row.Key), projections.CommandActivePrefix) {
+					indexed++
+				}
+			}
+			sn.Close()
+			if active, _ := s.Commands("", true); indexed != len(active) {
+				t.Errorf("seed %d, batches of %d: %d commands indexed as active, %d active", seed, size, indexed, len(active))
+			}
+			for _, sess := range []string{"s0", "s1", "s2", ""} {
+				all, err := s.Commands(sess, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := slices.DeleteFunc(all, func(c command.State) bool { return !c.Active() })
+				got, err := s.Commands(sess, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("seed %d, batches of %d, session %q: the index's active commands differ from the rows' (-rows +index):\n%s", seed, size, sess, diff)
+				}
+			}
 		}
 	}
 }
