@@ -708,25 +708,27 @@ func verdictOf(r session.DecidedReview, st session.State) Verdict {
 // Answer records a person's verdict on review id of session sess:
 // verdict allow or deny, reason 1..1000 bytes, actor the person. The
 // first answer wins: a review decided before is refused
-// (events.ErrRejected) naming who decided it.
-func (g *Gate) Answer(ctx context.Context, sess, id, verdict, reason, actor, ref string) (session.DecidedReview, error) {
+// (events.ErrRejected) naming who decided it. It returns the decided
+// review and the stream sequence of the verdict's last event, for a
+// reader that asks for a view that includes it.
+func (g *Gate) Answer(ctx context.Context, sess, id, verdict, reason, actor, ref string) (session.DecidedReview, uint64, error) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: sess}
 	if err := agg.Validate(); err != nil {
-		return session.DecidedReview{}, fmt.Errorf("review: session %q: %w", sess, err)
+		return session.DecidedReview{}, 0, fmt.Errorf("review: session %q: %w", sess, err)
 	}
 	if verdict != events.VerdictAllow && verdict != events.VerdictDeny {
-		return session.DecidedReview{}, fmt.Errorf("review: %w: verdict %q: want allow or deny", events.ErrMalformed, verdict)
+		return session.DecidedReview{}, 0, fmt.Errorf("review: %w: verdict %q: want allow or deny", events.ErrMalformed, verdict)
 	}
 	if strings.TrimSpace(reason) == "" || len(reason) > MaxReason {
-		return session.DecidedReview{}, fmt.Errorf("review: %w: want a reason of 1..1000 bytes, not blank", events.ErrMalformed)
+		return session.DecidedReview{}, 0, fmt.Errorf("review: %w: want a reason of 1..1000 bytes, not blank", events.ErrMalformed)
 	}
 	if _, err := ulid.ParseStrict(ref); err != nil {
-		return session.DecidedReview{}, fmt.Errorf("review: %w: ref %q: %v", events.ErrMalformed, ref, err)
+		return session.DecidedReview{}, 0, fmt.Errorf("review: %w: ref %q: %v", events.ErrMalformed, ref, err)
 	}
 	at := g.now()
 	a := review.Answer{Verdict: verdict, By: events.DecidedBy{Kind: events.DecidedByUser, Name: actor}, Reason: reason}
 	cause := events.Cause{Kind: "cli", Event: "review." + verdict, Detail: id, Ref: ref}
-	_, st, err := g.Sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+	app, st, err := g.Sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
 		decs, err := session.Decide(s, session.DecideReview{ReviewID: id, Answer: a, At: at, Cause: cause})
 		for i := range decs {
 			decs[i].Actor = actor
@@ -734,10 +736,10 @@ func (g *Gate) Answer(ctx context.Context, sess, id, verdict, reason, actor, ref
 		return g.scrub(decs), err
 	})
 	if err != nil {
-		return session.DecidedReview{}, err
+		return session.DecidedReview{}, 0, err
 	}
 	r, _ := st.DecidedReview(id)
-	return r, nil
+	return r, app.Last, nil
 }
 
 // Sweep decides every gate review of st left open past its budget —

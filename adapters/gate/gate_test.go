@@ -129,7 +129,7 @@ func TestGate_TwoPeopleAnswerAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = g.Answer(context.Background(), r.sess, "toolu_p", verdict, "said "+p, p, ulid.Make().String())
+			_, _, errs[i] = g.Answer(context.Background(), r.sess, "toolu_p", verdict, "said "+p, p, ulid.Make().String())
 		}()
 	}
 	wg.Wait()
@@ -363,7 +363,7 @@ func TestGate_SweepAfterAStop(t *testing.T) {
 	if !ok || d.Outcome != "unavailable" || d.Verdict != "deny" || !strings.Contains(d.Reason, "nothing waits for a verdict") {
 		t.Errorf("%+v %v", d, ok)
 	}
-	if _, err := r.gate.Answer(t.Context(), r.sess, "toolu_1", "allow", "late", "person:test@host", ulid.Make().String()); !errors.Is(err, events.ErrRejected) {
+	if _, _, err := r.gate.Answer(t.Context(), r.sess, "toolu_1", "allow", "late", "person:test@host", ulid.Make().String()); !errors.Is(err, events.ErrRejected) {
 		t.Errorf("a later allow: %v, want it rejected", err)
 	}
 }
@@ -390,7 +390,7 @@ func TestGate_WaitOutlivesRequestDeadline(t *testing.T) {
 	waitPending(t, r.gate, r.sess, "toolu_1")
 	ctx.pass()
 	time.Sleep(100 * time.Millisecond) // past the deadline, still waiting
-	if _, err := r.gate.Answer(t.Context(), r.sess, "toolu_1", "allow", "ship it", "person:test@host", ulid.Make().String()); err != nil {
+	if _, _, err := r.gate.Answer(t.Context(), r.sess, "toolu_1", "allow", "ship it", "person:test@host", ulid.Make().String()); err != nil {
 		t.Fatalf("answer after the request's deadline: %v", err)
 	}
 	res := <-done
@@ -624,7 +624,7 @@ func TestGate_AnswersAuthorize(t *testing.T) {
 func TestAnswer_RefusesBlankReason(t *testing.T) {
 	g := &Gate{}
 	for _, reason := range []string{"", "  ", "\n\t", strings.Repeat("x", 1001)} {
-		if _, err := g.Answer(t.Context(), "s1", "toolu_1", "allow", reason, "person:a", ulid.Make().String()); !errors.Is(err, events.ErrMalformed) {
+		if _, _, err := g.Answer(t.Context(), "s1", "toolu_1", "allow", reason, "person:a", ulid.Make().String()); !errors.Is(err, events.ErrMalformed) {
 			t.Errorf("reason %q: %v, want malformed", reason, err)
 		}
 	}

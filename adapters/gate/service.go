@@ -266,6 +266,9 @@ type DecideRequest struct {
 type DecideReply struct {
 	Session string                `json:"session"`
 	Review  session.DecidedReview `json:"review"`
+	// Seq is the stream sequence of the verdict's event: a read that
+	// waits for it (min_seq) sees the review decided.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 func (s *Service) decide(ctx context.Context, data []byte) (any, error) {
@@ -280,11 +283,11 @@ func (s *Service) decide(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.Gate.Answer(ctx, sess, id, req.Verdict, s.redactTyped(req.Reason, MaxReason), req.Actor, req.Ref)
+	r, seq, err := s.Gate.Answer(ctx, sess, id, req.Verdict, s.redactTyped(req.Reason, MaxReason), req.Actor, req.Ref)
 	if err != nil {
 		return nil, err
 	}
-	return DecideReply{Session: sess, Review: r}, nil
+	return DecideReply{Session: sess, Review: r, Seq: seq}, nil
 }
 
 // reviewOf finds the session holding review id, open or decided, in

@@ -143,7 +143,7 @@ func TestService_HookAndRuleInOneBatch(t *testing.T) {
 		done <- v
 	}()
 	waitPending(t, g, sess, "toolu_4")
-	if _, err := g.Answer(t.Context(), sess, "toolu_4", "allow", "ok", "person:a@h", ulid.Make().String()); err != nil {
+	if _, _, err := g.Answer(t.Context(), sess, "toolu_4", "allow", "ok", "person:a@h", ulid.Make().String()); err != nil {
 		t.Fatal(err)
 	}
 	if v := <-done; v.Decision != DecideAllow {

@@ -35,13 +35,16 @@ type Verdict struct {
 // events.ErrRejected, an unknown review wraps events.ErrNotFound or
 // events.ErrRejected.
 type Reviews interface {
-	Answer(ctx context.Context, sess, id, verdict, reason, actor, ref string) (session.DecidedReview, error)
+	Answer(ctx context.Context, sess, id, verdict, reason, actor, ref string) (session.DecidedReview, uint64, error)
 }
 
 // reviewReply is POST /v1/reviews/{id}'s answer.
 type reviewReply struct {
 	Review session.DecidedReview `json:"review"`
 	Actor  string                `json:"actor"`
+	// Seq is the stream sequence of the verdict's event: GET
+	// /v1/pending?min_seq=Seq (or any read with it) sees it decided.
+	Seq uint64 `json:"seq"`
 }
 
 func (s *Server) review(w http.ResponseWriter, r *http.Request) {
@@ -85,12 +88,12 @@ func (s *Server) review(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	actor := "person:" + v.By
-	dr, err := s.cfg.Reviews.Answer(r.Context(), sess, id, v.Verdict, v.Reason, actor, ulid.Make().String())
+	dr, seq, err := s.cfg.Reviews.Answer(r.Context(), sess, id, v.Verdict, v.Reason, actor, ulid.Make().String())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, reviewReply{Review: dr, Actor: actor})
+	writeJSON(w, http.StatusOK, reviewReply{Review: dr, Actor: actor, Seq: seq})
 }
 
 // resolveReview returns the id of session sess's review that id names:
