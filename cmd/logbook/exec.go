@@ -215,8 +215,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	// any mode: refused here, before anything is on the log, as the
 	// workers refuse them.
 	if b.dd != "" {
-		hide, keep := b.hiddenSet().Paths()
-		if err := worker.CheckHidden(ws, hide, keep); err != nil {
+		if err := b.checkHiddenEarly(ws); err != nil {
 			return fmt.Errorf("exec: %w", err)
 		}
 	}

@@ -174,6 +174,54 @@ commands it runs and records their exits.`,
 // /etc/passwd and the homes again for each.
 var hiddenSets sync.Map
 
+// hiddenPassed holds, per data dir and workspace (dd + "\x00" + ws),
+// when checkHiddenEarly last found the workspace clear: at most
+// hiddenPassedMax of them, forgotten all at once when full.
+var hiddenPassed struct {
+	sync.Mutex
+	at map[string]time.Time
+}
+
+const (
+	// hiddenRecheck is how long checkHiddenEarly takes a workspace it
+	// found clear to stay clear.
+	hiddenRecheck = 10 * time.Second
+	// hiddenPassedMax bounds hiddenPassed.
+	hiddenPassedMax = 256
+)
+
+// checkHiddenEarly is exec's own worker.CheckHidden of workspace ws
+// against b's data dir's hidden paths, made before anything is on the
+// log. It only spares the log a request every worker refuses: each
+// worker checks each command it admits itself, whatever exec found. So a
+// workspace found clear is taken as clear for hiddenRecheck, and a
+// served exec of many commands in one workspace resolves the hidden
+// paths (hundreds of them where there are many accounts) once in that
+// time rather than once a command, beside the worker's check. A refusal
+// is never remembered.
+func (b *backend) checkHiddenEarly(ws string) error {
+	key := string(b.dd) + "\x00" + ws
+	hiddenPassed.Lock()
+	at, ok := hiddenPassed.at[key]
+	hiddenPassed.Unlock()
+	if ok && time.Since(at) < hiddenRecheck {
+		return nil
+	}
+	hide, keep := b.hiddenSet().Paths()
+	err := worker.CheckHidden(ws, hide, keep)
+	hiddenPassed.Lock()
+	defer hiddenPassed.Unlock()
+	switch {
+	case err != nil:
+		delete(hiddenPassed.at, key)
+	case hiddenPassed.at == nil || len(hiddenPassed.at) >= hiddenPassedMax:
+		hiddenPassed.at = map[string]time.Time{key: time.Now()}
+	default:
+		hiddenPassed.at[key] = time.Now()
+	}
+	return err
+}
+
 // hiddenSet returns the process's worker.HiddenSet of b's data dir.
 func (b *backend) hiddenSet() *worker.HiddenSet {
 	if h, ok := hiddenSets.Load(b.dd); ok {
