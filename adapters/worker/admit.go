@@ -95,9 +95,11 @@ type sessionRead struct {
 
 // admit returns why st must not run (a reason for command.refused), or
 // "", judged on pre when it is st's session as read while the command
-// was claimed, else on the session loaded now. An error means the
-// session could not be read.
-func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead) (string, error) {
+// was claimed, else on the session loaded now, and on hidden when it is
+// the check of st's workspace as resolved now (made while the command
+// was claimed), else on a check made now. An error means the session
+// could not be read.
+func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead, hidden *hiddenCheck) (string, error) {
 	var sess session.State
 	if pre != nil && pre.id == st.Session {
 		sess = pre.st
@@ -152,9 +154,12 @@ func (w *Worker) admit(ctx context.Context, st command.State, pre *sessionRead) 
 	if why := admission(sess, st.RequestedBy, st.Mode, st.Elevation, ws, home, cwdHere); why != "" {
 		return why, nil
 	}
-	hide, keep := w.hidden()
-	if err := CheckHidden(ws, hide, keep); err != nil {
-		return "refused: " + err.Error(), nil
+	if hidden == nil || hidden.ws != ws {
+		hide, keep := w.hidden()
+		hidden = &hiddenCheck{ws: ws, err: CheckHidden(ws, hide, keep)}
+	}
+	if hidden.err != nil {
+		return "refused: " + hidden.err.Error(), nil
 	}
 	return "", nil
 }

@@ -373,3 +373,29 @@ func TestCheckHidden(t *testing.T) {
 		}
 	}
 }
+
+// Admission takes the hidden-path check made while the command was
+// claimed only for the workspace it checked: one made of another
+// resolution (a link swapped meanwhile) is made again, and a workspace
+// that lies in a hidden path is refused whatever that check found.
+func TestAdmit_HiddenCheckOfAnotherWorkspace(t *testing.T) {
+	dir := mustEval(t, t.TempDir())
+	ws := filepath.Join(dir, "data", "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{cfg: Config{Hidden: []string{filepath.Join(dir, "data")}}}
+	st := command.State{ID: "c1", Session: "s1", Workspace: ws, Mode: events.ModeReadOnly, RequestedBy: "claude-code"}
+	pre := &sessionRead{id: "s1", st: session.State{ID: "s1", Ver: 3, Mode: events.ModeFullAccess}}
+	for _, hc := range []*hiddenCheck{nil, {ws: filepath.Join(dir, "elsewhere")}, w.checkHidden(ws)} {
+		why, err := w.admit(t.Context(), st, pre, hc)
+		if err != nil || !strings.Contains(why, "lies in "+filepath.Join(dir, "data")) {
+			t.Errorf("admit with the check %+v = %q, %v; want refused as lying in the data dir", hc, why, err)
+		}
+	}
+	// The check of this very workspace is taken as it is.
+	clear := &hiddenCheck{ws: ws}
+	if why, err := w.admit(t.Context(), st, pre, clear); err != nil || why != "" {
+		t.Errorf("admit with a clear check of %s = %q, %v; want it taken", ws, why, err)
+	}
+}

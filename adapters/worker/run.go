@@ -187,14 +187,23 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	// the state the log has (start in run.go): no command starts on a
 	// stale read.
 	type read struct {
-		st   command.State
-		last uint64
-		err  error
+		st     command.State
+		last   uint64
+		err    error
+		hidden *hiddenCheck
 	}
 	rc := make(chan read, 1)
 	go func() {
 		st, last, err := w.loadAt(ctx, id)
-		rc <- read{st, last, err}
+		// The workspace's check against the hidden paths, the dearest
+		// part of admission where a host has many accounts, is made
+		// while the claim is under way; admission takes it only for the
+		// workspace it then resolves to (admit).
+		var hc *hiddenCheck
+		if err == nil && st.Status == command.StatusRequested && filepath.IsAbs(st.Workspace) {
+			hc = w.checkHidden(filepath.Clean(st.Workspace))
+		}
+		rc <- read{st, last, err, hc}
 	}()
 	v, err := w.claim(ctx, id)
 	r := <-rc
@@ -247,7 +256,7 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 			sess = &r
 		}
 	}
-	if reason, err := w.admit(ctx, st, sess); err != nil {
+	if reason, err := w.admit(ctx, st, sess, r.hidden); err != nil {
 		return verdictRetry, err
 	} else if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "admit")
@@ -426,6 +435,23 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 // hidden returns what restricted commands must not see and the
 // workspace roots in it: Config.HiddenSet's paths now when it is set,
 // else Config.Hidden and Config.Keep.
+// hiddenCheck is CheckHidden's verdict on a workspace resolved to ws.
+type hiddenCheck struct {
+	ws  string
+	err error
+}
+
+// checkHidden checks workspace ws (absolute, clean) against the hidden
+// paths as they are now, its symbolic links resolved as admission
+// resolves them.
+func (w *Worker) checkHidden(ws string) *hiddenCheck {
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = r
+	}
+	hide, keep := w.hidden()
+	return &hiddenCheck{ws: ws, err: CheckHidden(ws, hide, keep)}
+}
+
 func (w *Worker) hidden() (hide, keep []string) {
 	if w.cfg.HiddenSet != nil {
 		return w.cfg.HiddenSet.Paths()
