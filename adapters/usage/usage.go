@@ -246,21 +246,32 @@ type Limit struct {
 }
 
 // Limits returns the latest reading per account and window among ss, as
-// of now, in account then window order.
+// of now, in account then window order. A window is known by its length
+// (Minutes) when the reading gives one, else by its slot's name: Codex
+// names its windows by slot (primary, secondary), and which window a
+// slot holds is the reading's to say (the 5-hour one in primary on one
+// reading, the weekly one on another), so two slots never show the same
+// window twice while another goes unshown.
 func Limits(ss []session.State, now time.Time) []Limit {
 	return limitsOf(ss, nil, now)
 }
 
 // limitsOf is Limits of the accounts in accounts only; nil: all.
 func limitsOf(ss []session.State, accounts map[string]bool, now time.Time) []Limit {
-	type key struct{ account, window string }
+	type key struct {
+		account, window string
+		minutes         int64
+	}
 	latest := map[key]Limit{}
 	for _, s := range ss {
 		for _, r := range s.Limits {
 			if accounts != nil && !accounts[r.Account] {
 				continue
 			}
-			k := key{r.Account, r.Window}
+			k := key{r.Account, r.Window, 0}
+			if r.Minutes > 0 {
+				k = key{r.Account, "", r.Minutes}
+			}
 			if l, ok := latest[k]; !ok || r.MeasuredAt.After(l.MeasuredAt) {
 				latest[k] = Limit{LimitReading: r, Session: s.ID}
 			}
@@ -274,6 +285,9 @@ func limitsOf(ss []session.State, accounts map[string]bool, now time.Time) []Lim
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Account != out[j].Account {
 			return out[i].Account < out[j].Account
+		}
+		if out[i].Minutes != out[j].Minutes {
+			return out[i].Minutes < out[j].Minutes
 		}
 		return out[i].Window < out[j].Window
 	})

@@ -2,9 +2,11 @@ package usage
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +95,29 @@ func TestLimits(t *testing.T) {
 	}
 	if l := Limits(states(), hour(24, 6)); !l[0].Expired {
 		t.Fatalf("past its reset: %+v", l)
+	}
+}
+
+// A Codex plan's windows are known by their length, not the slot a
+// reading puts them in: readings that moved the weekly window from one
+// slot to the other show it once, beside the 5-hour one, each its latest.
+func TestLimits_WindowsByLength(t *testing.T) {
+	at := func(h int) time.Time { return time.Date(2026, 12, 6, h, 0, 0, 0, time.UTC) }
+	read := func(slot string, minutes int64, used float64, h int) session.LimitReading {
+		return session.LimitReading{Limit: events.Limit{Account: "codex/plus", Window: slot, UsedPercent: used, Minutes: minutes}, MeasuredAt: at(h)}
+	}
+	ss := []session.State{
+		{ID: "old", Limits: []session.LimitReading{read("primary", 300, 10, 1), read("secondary", 10080, 20, 1)}},
+		{ID: "new", Limits: []session.LimitReading{read("primary", 10080, 25, 2)}},
+		{ID: "slotless", Limits: []session.LimitReading{read("primary", 0, 5, 3)}},
+	}
+	var got []string
+	for _, l := range Limits(ss, at(4)) {
+		got = append(got, fmt.Sprintf("%s %d %.0f %s", l.Window, l.Minutes, l.UsedPercent, l.Session))
+	}
+	want := []string{"primary 0 5 slotless", "primary 300 10 old", "primary 10080 25 new"}
+	if !slices.Equal(got, want) {
+		t.Errorf("limits %q, want %q: each window once, by its length, its latest reading", got, want)
 	}
 }
 
