@@ -118,18 +118,26 @@ func Exit(ws syscall.WaitStatus) int {
 	return 255
 }
 
-// forkExecPath starts argv as execvp(3) would run it: argv[0] as a path
-// if it has a slash, else each entry of PATH (or execvp's default) in
-// turn, going on past one it may not run, with the reporter's stdin,
-// stdout, stderr, environment and directory. execvp tries each entry in
-// one child; here each try is a child of its own (a fork of this
-// process), so an entry that names nothing is passed over after a
-// stat(2), which fails as execve(2) would (ENOENT, ENOTDIR), without a
-// fork: a PATH of a dozen entries costs one fork, not a dozen.
+// forkExecPath starts argv as glibc's execvp(3), bubblewrap's, would
+// run it: argv[0] as a path if it has a slash, else each entry of PATH
+// (or execvp's default) in turn, going on past one where the name is
+// missing (ENOENT, ENOTDIR, ESTALE, ENODEV, ETIMEDOUT) or may not run
+// (EACCES, which is then the error) and stopping at any other error (a
+// link loop, too long a name); an empty name is ENOENT. A file the
+// kernel will not run (ENOEXEC: a script without "#!") runs as /bin/sh
+// file args. The command has the reporter's stdin, stdout, stderr,
+// environment and directory. execvp tries each entry in one child; here
+// each try is a child of its own (a fork of this process), so an entry
+// that names nothing is passed over after a stat(2), which fails as
+// execve(2) would (ENOENT, ENOTDIR), without a fork: a PATH of a dozen
+// entries costs one fork, not a dozen.
 func forkExecPath(argv []string) (int, error) {
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
 	if strings.Contains(argv[0], "/") {
-		return forkExec(argv[0], argv, attr)
+		return tryExec(argv[0], argv, attr)
+	}
+	if argv[0] == "" {
+		return 0, syscall.ENOENT // as execvp: no PATH entry is tried
 	}
 	path, ok := os.LookupEnv("PATH")
 	if !ok {
@@ -149,15 +157,14 @@ func forkExecPath(argv []string) (int, error) {
 			}
 			continue
 		}
-		pid, e := forkExec(file, argv, attr)
+		pid, e := tryExec(file, argv, attr)
 		if e == nil {
 			return pid, nil
 		}
 		switch e {
 		case syscall.EACCES:
 			denied, err = true, e
-		case syscall.ENOENT, syscall.ENOTDIR, syscall.ESTALE, syscall.ENODEV, syscall.ETIMEDOUT,
-			syscall.ELOOP, syscall.ENAMETOOLONG:
+		case syscall.ENOENT, syscall.ENOTDIR, syscall.ESTALE, syscall.ENODEV, syscall.ETIMEDOUT:
 			if !denied {
 				err = e
 			}
@@ -166,6 +173,17 @@ func forkExecPath(argv []string) (int, error) {
 		}
 	}
 	return 0, err
+}
+
+// tryExec starts file as execvp's execve(2) of it: a file the kernel
+// will not run as a program (ENOEXEC) runs as /bin/sh file argv[1:], as
+// execvp runs a script without "#!", and the error is then the shell's.
+func tryExec(file string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	pid, err := forkExec(file, argv, attr)
+	if err != syscall.ENOEXEC {
+		return pid, err
+	}
+	return forkExec("/bin/sh", append([]string{"/bin/sh", file}, argv[1:]...), attr)
 }
 
 // forkExec is syscall.ForkExec; a test counts the forks through it.
