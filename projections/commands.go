@@ -69,7 +69,11 @@ func (CommandView) Apply(tx *Tx, r events.Record) error {
 			return fmt.Errorf("decode command row %s: %w", r.Agg.ID, err)
 		}
 	}
-	before, wasActive := st.Session, found && st.Active()
+	// The key the row is indexed under as active, "" for none.
+	before, was := st.Session, ""
+	if found && st.Session != "" && st.Active() {
+		was = st.Session
+	}
 	st = command.Evolve(st, r.Envelope)
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -83,13 +87,24 @@ func (CommandView) Apply(tx *Tx, r events.Record) error {
 			return err
 		}
 	}
-	// A command's session is set by its request and never changes: the
-	// key it was indexed under as active is the one it is removed from.
-	switch active := st.Session != "" && st.Active(); {
-	case active && !wasActive:
-		return tx.Set(CommandActivePrefix+st.Session+"/"+r.Agg.ID, []byte(r.Agg.ID))
-	case !active && wasActive && before != "":
-		return tx.Delete(CommandActivePrefix + before + "/" + r.Agg.ID)
+	// The index follows the row as folded, whatever order its events
+	// came in: a row active before its request names its session is
+	// indexed when it does, and one a later request moves to another
+	// session (the reducer takes it) moves with it.
+	now := ""
+	if st.Session != "" && st.Active() {
+		now = st.Session
+	}
+	if now == was {
+		return nil
+	}
+	if was != "" {
+		if err := tx.Delete(CommandActivePrefix + was + "/" + r.Agg.ID); err != nil {
+			return err
+		}
+	}
+	if now != "" {
+		return tx.Set(CommandActivePrefix+now+"/"+r.Agg.ID, []byte(r.Agg.ID))
 	}
 	return nil
 }

@@ -214,3 +214,79 @@ func TestStore_CommandsActiveIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_CommandsActiveIndexSession: the index of active commands
+// follows the row's session, whatever order the reducer folds a
+// command's events in: a command started before its request comes (its
+// row active with no session yet) is indexed under the session its
+// request names, and one a second request moves to another session is
+// indexed under that one alone, while it is active and after.
+func TestStore_CommandsActiveIndexSession(t *testing.T) {
+	reg := events.NewRegistry()
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	var recs []events.Record
+	vers := map[string]uint64{}
+	add := func(id string, p events.Payload) {
+		vers[id]++
+		e := reg.New(p)
+		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, vers[id], at.Add(time.Duration(len(recs))*time.Second)
+		e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
+		recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
+	}
+	req := func(sess string) events.CommandRequested {
+		return events.CommandRequested{Session: sess, Argv: []string{"true"}, Workspace: "/w", Mode: events.ModeFullAccess}
+	}
+	add("c1", events.CommandStarted{Worker: "w1", Host: "h"})
+	add("c1", req("s1"))
+	add("c2", req("s1"))
+	add("c2", req("s2"))
+	add("c3", req("s1"))
+	add("c3", req("s2"))
+	add("c3", events.CommandExited{Code: 0})
+
+	for _, size := range []int{1, len(recs)} {
+		s := open(t, t.TempDir(), projections.Options{})
+		apply(t, s, recs, size)
+		all, err := s.Commands("", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sess := range []string{"s1", "s2"} {
+			var want []string
+			for _, c := range all {
+				if c.Session == sess && c.Active() {
+					want = append(want, c.ID)
+				}
+			}
+			got, err := s.Commands(sess, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, c := range got {
+				ids = append(ids, c.ID)
+			}
+			if !slices.Equal(want, ids) {
+				t.Errorf("batches of %d: session %s's active commands %q, want %q (its rows)", size, sess, ids, want)
+			}
+		}
+		// No key is left for a command no longer active (c3).
+		sn, err := s.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for row, err := range sn.Rows() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := string(row.Key); strings.HasPrefix(k, projections.CommandActivePrefix) {
+				keys = append(keys, k)
+			}
+		}
+		sn.Close()
+		if want := []string{projections.CommandActivePrefix + "s1/c1", projections.CommandActivePrefix + "s2/c2"}; !slices.Equal(keys, want) {
+			t.Errorf("batches of %d: index keys %q, want %q", size, keys, want)
+		}
+	}
+}
