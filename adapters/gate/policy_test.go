@@ -299,3 +299,21 @@ func TestPolicy_DenyNamesWhatMatched(t *testing.T) {
 		}
 	}
 }
+
+// A rule whose tool matches Bash and a file tool names the file a
+// command writes as the match, not a program known only when it runs
+// beside it.
+func TestPolicy_DenyNamesFileBeforeUnknownProgram(t *testing.T) {
+	p, err := ParsePolicy("policy.toml", []byte(`deny = ["*(/etc/**)"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Decide([]*Policy{p}, bash(`$x y > /etc/passwd`))
+	if m.Action != ActionDeny || m.Pattern != "*(/etc/**)" || m.Through != "" {
+		t.Errorf("$x y > /etc/passwd: %s by %s through %q, want deny by *(/etc/**), the file it writes", m.Action, m.Pattern, m.Through)
+	}
+	// With no such file, the program known only when it runs is why.
+	if m := Decide([]*Policy{p}, bash(`$x y`)); m.Action != ActionDeny || m.Through == "" {
+		t.Errorf("$x y: %s by %s through %q, want deny through ${x}", m.Action, m.Pattern, m.Through)
+	}
+}

@@ -454,9 +454,6 @@ func (pt Pattern) shellMatch(c Call, sc *shell.Script) (ok bool, through string)
 				through = unknownProgram(cmd)
 			}
 		}
-		if through != "" {
-			return true, through
-		}
 	}
 	if !pt.HasArg {
 		return false, ""
@@ -474,7 +471,10 @@ func (pt Pattern) shellMatch(c Call, sc *shell.Script) (ok bool, through string)
 			return true, ""
 		}
 	}
-	return false, ""
+	// A file the command names is the match, before a program known
+	// only when it runs (a pattern whose tool matches Bash and a file
+	// tool, "*(/etc/**)", on `$x y > /etc/passwd`).
+	return through != "", through
 }
 
 // unknownProgram says of cmd, a command whose program is known only when
