@@ -46,3 +46,38 @@ func TestBoundaryCommand(t *testing.T) {
 		t.Errorf("BoundaryCommand in full_access = %v, want ErrInvalidSpec", err)
 	}
 }
+
+// A command Start runs under the reporter runs as it runs in bubblewrap
+// alone (BoundaryCommand): a script without "#!", found in PATH, runs
+// under /bin/sh in both, as execvp(3) runs it.
+func TestStart_ScriptWithoutShebangAsBoundary(t *testing.T) {
+	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
+		t.Run(string(m), func(t *testing.T) {
+			s := newSpec(t, m, false, "lb-plain-script", "arg")
+			bin := filepath.Join(s.Workspace, "bin")
+			if err := os.Mkdir(bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(bin, "lb-plain-script"), []byte("echo plain-ran \"$1\"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i, kv := range s.Env {
+				if strings.HasPrefix(kv, "PATH=") {
+					s.Env[i] = "PATH=" + bin + ":" + strings.TrimPrefix(kv, "PATH=")
+				}
+			}
+			c, err := BoundaryCommand(t.Context(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			alone, err := c.CombinedOutput()
+			if err != nil || !strings.Contains(string(alone), "plain-ran arg") {
+				t.Fatalf("bubblewrap alone: %v, %q: want the script run", err, alone)
+			}
+			res, r := run(t, s)
+			if out := r.text(Stdout) + r.text(Stderr); res.ExitCode != 0 || !strings.Contains(out, "plain-ran arg") {
+				t.Errorf("Start: exit %d, %q; bubblewrap alone ran it (%q)", res.ExitCode, out, alone)
+			}
+		})
+	}
+}
