@@ -121,6 +121,10 @@ func (s *Store) Command(id string) (command.State, error) {
 // set, oldest first: by request time, then by id, the order
 // command.ActiveIDs uses. It reads one snapshot; none is not an error.
 func (s *Store) Commands(session string, activeOnly bool) ([]command.State, error) {
+	// A stale store (an older schema, answering with its rows until it
+	// is rebuilt) may have no index of active commands: its rows say
+	// which are. Asked first: a store once rebuilt is never stale again.
+	stale := s.Stale()
 	sn, err := s.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("commands of session %q: %w", session, err)
@@ -146,7 +150,7 @@ func (s *Store) Commands(session string, activeOnly bool) ([]command.State, erro
 		return nil
 	}
 	switch {
-	case activeOnly:
+	case activeOnly && !stale:
 		// The active index names them: its value is the id.
 		prefix := CommandActivePrefix
 		if session != "" {

@@ -290,3 +290,67 @@ func TestStore_CommandsActiveIndexSession(t *testing.T) {
 		}
 	}
 }
+
+// commandsV2 is the commands view of schema version 2: its rows and the
+// session index, without the index of active commands.
+type commandsV2 struct{ projections.CommandView }
+
+func (commandsV2) Version() int { return 2 }
+
+func (v commandsV2) Apply(tx *projections.Tx, r events.Record) error {
+	if err := v.CommandView.Apply(tx, r); err != nil || r.Agg.Kind != events.KindCommand {
+		return err
+	}
+	b, _, err := tx.Get(projections.CommandPrefix + r.Agg.ID)
+	if err != nil {
+		return err
+	}
+	var st command.State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return err
+	}
+	return tx.Delete(projections.CommandActivePrefix + st.Session + "/" + r.Agg.ID)
+}
+
+// TestStore_CommandsActiveStale: a store of version 2, opened stale after
+// an upgrade and answering with its old rows until a Runner rebuilds it
+// (the metrics' count of active commands reads it so, and so does a read
+// that may be stale while the log does not answer), has no index of
+// active commands: its active commands are read from its rows.
+func TestStore_CommandsActiveStale(t *testing.T) {
+	reg := events.NewRegistry()
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	var recs []events.Record
+	add := func(id string, ver uint64, p events.Payload) {
+		e := reg.New(p)
+		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, ver, at.Add(time.Duration(len(recs))*time.Second)
+		e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
+		recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
+	}
+	add("c1", 1, events.CommandRequested{Session: "s1", Argv: []string{"true"}, Workspace: "/w", Mode: events.ModeFullAccess})
+	add("c2", 1, events.CommandRequested{Session: "s1", Argv: []string{"true"}, Workspace: "/w", Mode: events.ModeFullAccess})
+	add("c2", 2, events.CommandStarted{Worker: "w1", Host: "h"})
+
+	dir := t.TempDir()
+	old, err := projections.Open(dir, projections.Options{Views: []projections.View{commandsV2{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, old, recs, len(recs))
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, dir, projections.Options{})
+	if !s.Stale() {
+		t.Fatal("a store of version 2 opens stale")
+	}
+	for _, sess := range []string{"s1", ""} {
+		got, err := s.Commands(sess, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Errorf("session %q: %d active commands in the stale store, want 2 (c1 requested, c2 started)", sess, len(got))
+		}
+	}
+}
