@@ -48,9 +48,10 @@ func TestForkExecPath_AsBwrap(t *testing.T) {
 	long := filepath.Join(dir, strings.Repeat("n", 300)) // a component past NAME_MAX
 
 	for _, tc := range []struct {
-		name string
-		path []string // PATH; argv[0] is lb-cmd
-		argv []string // else this argv
+		name  string
+		path  []string // PATH; argv[0] is lb-cmd
+		argv  []string // else this argv
+		chdir string   // the directory both run in
 	}{
 		{name: "NoShebang", path: []string{noShebang, good}},
 		{name: "NoShebangByPath", argv: []string{filepath.Join(noShebang, "lb-cmd"), "a", "b"}},
@@ -59,6 +60,7 @@ func TestForkExecPath_AsBwrap(t *testing.T) {
 		{name: "Good", path: []string{dir + "/missing", good}},
 		{name: "LongName", path: []string{dir + "/missing"}, argv: []string{strings.Repeat("n", 300)}},
 		{name: "EmptyName", path: []string{good}, argv: []string{""}},
+		{name: "EmptyEntryNoShebang", path: []string{"", good}, chdir: noShebang},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			argv := tc.argv
@@ -70,6 +72,9 @@ func TestForkExecPath_AsBwrap(t *testing.T) {
 				path = "/usr/bin:/bin"
 			}
 			t.Setenv("PATH", path)
+			if tc.chdir != "" {
+				t.Chdir(tc.chdir)
+			}
 
 			// bubblewrap alone.
 			out := filepath.Join(t.TempDir(), "out")

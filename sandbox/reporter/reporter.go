@@ -146,10 +146,12 @@ func forkExecPath(argv []string) (int, error) {
 	err := error(syscall.ENOENT)
 	denied := false
 	for _, dir := range strings.Split(path, ":") {
-		if dir == "" {
-			dir = "."
+		// An empty entry is the directory: the name alone, as execvp
+		// gives it to execve(2) and to /bin/sh ($0).
+		file := argv[0]
+		if dir != "" {
+			file = dir + "/" + argv[0]
 		}
-		file := dir + "/" + argv[0]
 		var st syscall.Stat_t
 		if e := syscall.Stat(file, &st); e == syscall.ENOENT || e == syscall.ENOTDIR {
 			if !denied {
