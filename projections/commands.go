@@ -22,11 +22,12 @@ const (
 	// key is written once, with the request.
 	CommandSessionPrefix = "commands-by-session/"
 	// CommandActivePrefix prefixes the index of active commands:
-	// commands-active/<session>/<id> = <id>, for every command whose row
-	// is active (command.State.Active: requested or started, not
-	// evicted), removed when it is no longer. A session's active commands
-	// are read from it (Commands with activeOnly) at the cost of those
-	// commands, not of every command the session ever ran.
+	// commands-active/<session>/<id> = <id> (<session> empty for a row
+	// no request has named a session for yet), for every command whose
+	// row is active (command.State.Active: requested or started, not
+	// evicted), removed when it is no longer. A session's active
+	// commands are read from it (Commands with activeOnly) at the cost
+	// of those commands, not of every command the session ever ran.
 	CommandActivePrefix = "commands-active/"
 )
 
@@ -71,8 +72,8 @@ func (CommandView) Apply(tx *Tx, r events.Record) error {
 	}
 	// The key the row is indexed under as active, "" for none.
 	before, was := st.Session, ""
-	if found && st.Session != "" && st.Active() {
-		was = st.Session
+	if found && st.Active() {
+		was = CommandActivePrefix + st.Session + "/" + r.Agg.ID
 	}
 	st = command.Evolve(st, r.Envelope)
 	b, err := json.Marshal(st)
@@ -88,23 +89,25 @@ func (CommandView) Apply(tx *Tx, r events.Record) error {
 		}
 	}
 	// The index follows the row as folded, whatever order its events
-	// came in: a row active before its request names its session is
-	// indexed when it does, and one a later request moves to another
-	// session (the reducer takes it) moves with it.
+	// came in: a row active before a request names its session is
+	// indexed under none (commands-active//<id>, among every session's
+	// active commands), then under the one its request names; one a
+	// later request moves to another session (the reducer takes it)
+	// moves with it.
 	now := ""
-	if st.Session != "" && st.Active() {
-		now = st.Session
+	if st.Active() {
+		now = CommandActivePrefix + st.Session + "/" + r.Agg.ID
 	}
 	if now == was {
 		return nil
 	}
 	if was != "" {
-		if err := tx.Delete(CommandActivePrefix + was + "/" + r.Agg.ID); err != nil {
+		if err := tx.Delete(was); err != nil {
 			return err
 		}
 	}
 	if now != "" {
-		return tx.Set(CommandActivePrefix+now+"/"+r.Agg.ID, []byte(r.Agg.ID))
+		return tx.Set(now, []byte(r.Agg.ID))
 	}
 	return nil
 }

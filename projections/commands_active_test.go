@@ -220,7 +220,8 @@ func TestStore_CommandsActiveIndex(t *testing.T) {
 // command's events in: a command started before its request comes (its
 // row active with no session yet) is indexed under the session its
 // request names, and one a second request moves to another session is
-// indexed under that one alone, while it is active and after.
+// indexed under that one alone, while it is active and after; one with
+// no request yet is among every session's active commands, as its row.
 func TestStore_CommandsActiveIndexSession(t *testing.T) {
 	reg := events.NewRegistry()
 	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
@@ -243,6 +244,7 @@ func TestStore_CommandsActiveIndexSession(t *testing.T) {
 	add("c3", req("s1"))
 	add("c3", req("s2"))
 	add("c3", events.CommandExited{Code: 0})
+	add("c4", events.CommandStarted{Worker: "w1", Host: "h"}) // no request yet
 
 	for _, size := range []int{1, len(recs)} {
 		s := open(t, t.TempDir(), projections.Options{})
@@ -251,10 +253,10 @@ func TestStore_CommandsActiveIndexSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, sess := range []string{"s1", "s2"} {
+		for _, sess := range []string{"s1", "s2", ""} {
 			var want []string
 			for _, c := range all {
-				if c.Session == sess && c.Active() {
+				if (c.Session == sess || sess == "") && c.Active() {
 					want = append(want, c.ID)
 				}
 			}
@@ -285,7 +287,7 @@ func TestStore_CommandsActiveIndexSession(t *testing.T) {
 			}
 		}
 		sn.Close()
-		if want := []string{projections.CommandActivePrefix + "s1/c1", projections.CommandActivePrefix + "s2/c2"}; !slices.Equal(keys, want) {
+		if want := []string{projections.CommandActivePrefix + "/c4", projections.CommandActivePrefix + "s1/c1", projections.CommandActivePrefix + "s2/c2"}; !slices.Equal(keys, want) {
 			t.Errorf("batches of %d: index keys %q, want %q", size, keys, want)
 		}
 	}
