@@ -954,7 +954,9 @@ func (ps *Policies) load(p string) *loaded {
 // another's deny or turns its review into an allow — a project's file,
 // which whoever commits to the project writes, cannot relax the data
 // dir's. Among policies giving that action the first (in order) decides
-// the match's pattern and path. Risk is the highest class any policy
+// the match's pattern and path, the first whose rule matches what the
+// call names (no Match.Through) before one whose rule may match only a
+// program known only when it runs. Risk is the highest class any policy
 // gives c (each policy's Decide says its own). c's command line is
 // read once, and each policy's guard runs once.
 func Decide(pols []*Policy, c Call) Match {
@@ -964,7 +966,8 @@ func Decide(pols []*Policy, c Call) Match {
 	for _, p := range pols {
 		m := p.Decide(c)
 		risk = review.MaxRisk(risk, m.Risk)
-		if strictness(m.Action) > strictness(first.Action) {
+		switch sm, sf := strictness(m.Action), strictness(first.Action); {
+		case sm > sf, sm == sf && first.Through != "" && m.Through == "":
 			first = m
 		}
 	}

@@ -317,3 +317,24 @@ func TestPolicy_DenyNamesFileBeforeUnknownProgram(t *testing.T) {
 		t.Errorf("$x y: %s by %s through %q, want deny through ${x}", m.Action, m.Pattern, m.Through)
 	}
 }
+
+// Across policies too, a deny names the rule that matches a program the
+// command names before one that may match a program known only when it
+// runs.
+func TestPolicy_DenyNamesWhatMatchedAcrossPolicies(t *testing.T) {
+	p1, err := ParsePolicy("user.toml", []byte(`deny = ["Bash(rm -rf:*)"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := ParsePolicy("project.toml", []byte(`deny = ["Bash(curl:*)"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Decide([]*Policy{p1, p2}, bash(`$x y; curl z`))
+	if m.Action != ActionDeny || m.Pattern != "Bash(curl:*)" || m.Path != "project.toml" || m.Through != "" {
+		t.Errorf("$x y; curl z: %s by %s in %s through %q, want deny by Bash(curl:*) in project.toml", m.Action, m.Pattern, m.Path, m.Through)
+	}
+	if m := Decide([]*Policy{p1, p2}, bash(`$x y`)); m.Action != ActionDeny || m.Pattern != "Bash(rm -rf:*)" || m.Through == "" {
+		t.Errorf("$x y: %s by %s through %q, want deny by the first policy's rule, through ${x}", m.Action, m.Pattern, m.Through)
+	}
+}
