@@ -33,8 +33,8 @@ whole output; --follow waits for more until the command ends.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, id := cmd.Context(), args[0]
-			return withClient(ctx, g, &id, func(_ *backend, cl *worker.Client) error {
-				return commandOutput(ctx, g, cl, id, worker.WatchOptions{After: after, Follow: follow}, raw)
+			return withClient(ctx, g, &id, func(b *backend, cl *worker.Client) error {
+				return commandOutput(ctx, g, cl, id, worker.WatchOptions{After: after, Follow: follow}, raw, !b.remote)
 			})
 		},
 	}
@@ -115,13 +115,22 @@ ID --reason R); a deny or a review that times out writes nothing.`,
 // commandOutput prints command id's output from opts.After on (and with
 // opts.Follow until it ends) and then its status on stderr; raw prints
 // the exact bytes, g.json a JSON line a chunk and the status as JSON.
-func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string, opts worker.WatchOptions, raw bool) error {
+// direct is set when cl reads the data dir's log directly, on a server
+// of this process's own (no `logbook serve` answered): no worker reaches
+// that log, so the output cannot grow while it is read, and a follow of
+// a command that has not ended prints the output so far and fails
+// saying so, rather than wait for an end nothing can append.
+func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string, opts worker.WatchOptions, raw, direct bool) error {
 	printer := &term.Output{Stdout: g.stdout, Stderr: g.stderr, Raw: raw}
 	defer printer.Close()
 	print := printer.Print
 	if g.json {
 		enc := json.NewEncoder(g.stdout)
 		print = func(c worker.Chunk) error { return enc.Encode(c) }
+	}
+	follow := opts.Follow
+	if direct {
+		opts.Follow = false
 	}
 	st, err := cl.Watch(ctx, id, opts, print)
 	if err != nil {
@@ -134,6 +143,11 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 				id, id, max(opts.After, printer.Pos))
 		}
 		return err
+	}
+	if follow && direct && !st.Ended() {
+		printer.Close()
+		return fmt.Errorf("command output %s: no server answers for the data dir, and only through one does a worker add to a command's output (did `logbook serve` stop?); the command may still run: start `logbook serve` and come back with `logbook command output %s --follow --after %d`",
+			id, id, max(opts.After, printer.Pos))
 	}
 	if g.json {
 		return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
