@@ -29,7 +29,10 @@ func commandCmd(g *globals) *cobra.Command {
 		Long: `output prints command ID's output as stored on the log: stdout (and the
 terminal of a --tty command) on stdout, stderr on stderr, then the
 command's status on stderr. --after skips the first OFFSET bytes of the
-whole output; --follow waits for more until the command ends.`,
+whole output; --follow waits for more until the command ends. Only a
+running server's workers add to the output: with none answering, --follow
+prints the output so far and, when the command has not ended, fails
+saying so and with the --after OFFSET to come back with.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, id := cmd.Context(), args[0]
