@@ -129,7 +129,10 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 	print := printer.Print
 	if g.json {
 		enc := json.NewEncoder(g.stdout)
-		print = func(c worker.Chunk) error { return enc.Encode(c) }
+		print = func(c worker.Chunk) error {
+			printer.Pos = c.Pos + int64(len(c.Data)) // where a come back resumes, as Print keeps it
+			return enc.Encode(c)
+		}
 	}
 	follow := opts.Follow
 	if direct {

@@ -113,4 +113,10 @@ func TestCommandOutputFollow_NoServe(t *testing.T) {
 		!strings.Contains(got, "logbook command output follow-1 --follow --after 6`") {
 		t.Errorf("command output --follow with no serve: %v\n%s", ch.err, got)
 	}
+	// With --json the offset to come back from is the output's end too,
+	// not the --after given.
+	js, err := s.run(ctx, nil, "command", "output", "follow-1", "--follow", "--json")
+	if err == nil || !bytes.Contains(js, []byte(`"Pos":0`)) || !bytes.Contains(js, []byte("logbook command output follow-1 --follow --after 6`")) {
+		t.Errorf("command output --follow --json with no serve: %v\n%s", err, js)
+	}
 }
