@@ -23,15 +23,8 @@ import (
 // (requested, started, exited, refused, evicted while requested), as a
 // whole decoding of every row finds them.
 func TestStore_CommandsActive(t *testing.T) {
-	reg := events.NewRegistry()
-	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	var recs []events.Record
-	add := func(id string, ver uint64, p events.Payload) {
-		e := reg.New(p)
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, ver, at.Add(time.Duration(len(recs))*time.Second)
-		e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
-		recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
-	}
+	cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), step: time.Second}
+	add := cl.add
 	for i, end := range []string{"", "started", "exited", "refused", "evicted", "exited", ""} {
 		id := fmt.Sprintf("c%d", i)
 		add(id, 1, events.CommandRequested{Session: "s1", Argv: []string{"true", `"status":"requested"`}, Workspace: "/w", Mode: events.ModeFullAccess})
@@ -48,7 +41,7 @@ func TestStore_CommandsActive(t *testing.T) {
 		}
 	}
 	s := open(t, t.TempDir(), projections.Options{})
-	apply(t, s, recs, 100)
+	apply(t, s, cl.recs, 100)
 	all, err := s.Commands("s1", false)
 	if err != nil {
 		t.Fatal(err)
@@ -104,15 +97,8 @@ func TestRowStatus(t *testing.T) {
 // BenchmarkStore_CommandsActive: the active commands of a session whose
 // 500 other commands have ended, as a request's admission reads them.
 func BenchmarkStore_CommandsActive(b *testing.B) {
-	reg := events.NewRegistry()
-	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	var recs []events.Record
-	add := func(id string, ver uint64, p events.Payload) {
-		e := reg.New(p)
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, ver, at.Add(time.Duration(len(recs))*time.Millisecond)
-		e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
-		recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
-	}
+	cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), step: time.Millisecond}
+	add := cl.add
 	const ended = 500
 	for i := range ended + 1 {
 		id := ulid.Make().String()
@@ -123,7 +109,7 @@ func BenchmarkStore_CommandsActive(b *testing.B) {
 		}
 	}
 	s := open(b, b.TempDir(), projections.Options{})
-	apply(b, s, recs, 1000)
+	apply(b, s, cl.recs, 1000)
 	b.ReportAllocs()
 	for b.Loop() {
 		got, err := s.Commands("s1", true)
@@ -139,19 +125,10 @@ func BenchmarkStore_CommandsActive(b *testing.B) {
 // 7 and all, the active commands read from the index are, for each
 // session and for all, those a whole decoding of every row takes.
 func TestStore_CommandsActiveIndex(t *testing.T) {
-	reg := events.NewRegistry()
-	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	for seed := range int64(20) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 1))
-		var recs []events.Record
-		vers := map[string]uint64{}
-		add := func(id string, p events.Payload) {
-			vers[id]++
-			e := reg.New(p)
-			e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, vers[id], at.Add(time.Duration(len(recs))*time.Second)
-			e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
-			recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
-		}
+		cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC), step: time.Second}
+		add := cl.next
 		var ids []string
 		for range 60 {
 			if len(ids) == 0 || rng.IntN(3) == 0 {
@@ -176,9 +153,9 @@ func TestStore_CommandsActiveIndex(t *testing.T) {
 				add(id, events.CommandRunning{})
 			}
 		}
-		for _, size := range []int{1, 7, len(recs)} {
+		for _, size := range []int{1, 7, len(cl.recs)} {
 			s := open(t, t.TempDir(), projections.Options{})
-			apply(t, s, recs, size)
+			apply(t, s, cl.recs, size)
 			// The index holds the active commands and no others.
 			sn, err := s.Snapshot()
 			if err != nil {
@@ -223,17 +200,8 @@ func TestStore_CommandsActiveIndex(t *testing.T) {
 // indexed under that one alone, while it is active and after; one with
 // no request yet is among every session's active commands, as its row.
 func TestStore_CommandsActiveIndexSession(t *testing.T) {
-	reg := events.NewRegistry()
-	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	var recs []events.Record
-	vers := map[string]uint64{}
-	add := func(id string, p events.Payload) {
-		vers[id]++
-		e := reg.New(p)
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, vers[id], at.Add(time.Duration(len(recs))*time.Second)
-		e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
-		recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
-	}
+	cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC), step: time.Second}
+	add := cl.next
 	req := func(sess string) events.CommandRequested {
 		return events.CommandRequested{Session: sess, Argv: []string{"true"}, Workspace: "/w", Mode: events.ModeFullAccess}
 	}
@@ -246,9 +214,9 @@ func TestStore_CommandsActiveIndexSession(t *testing.T) {
 	add("c3", events.CommandExited{Code: 0})
 	add("c4", events.CommandStarted{Worker: "w1", Host: "h"}) // no request yet
 
-	for _, size := range []int{1, len(recs)} {
+	for _, size := range []int{1, len(cl.recs)} {
 		s := open(t, t.TempDir(), projections.Options{})
-		apply(t, s, recs, size)
+		apply(t, s, cl.recs, size)
 		all, err := s.Commands("", false)
 		if err != nil {
 			t.Fatal(err)
@@ -320,15 +288,8 @@ func (v commandsV2) Apply(tx *projections.Tx, r events.Record) error {
 // that may be stale while the log does not answer), has no index of
 // active commands: its active commands are read from its rows.
 func TestStore_CommandsActiveStale(t *testing.T) {
-	reg := events.NewRegistry()
-	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	var recs []events.Record
-	add := func(id string, ver uint64, p events.Payload) {
-		e := reg.New(p)
-		e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, ver, at.Add(time.Duration(len(recs))*time.Second)
-		e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
-		recs = append(recs, events.Record{Seq: uint64(len(recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
-	}
+	cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC), step: time.Second}
+	add := cl.add
 	add("c1", 1, events.CommandRequested{Session: "s1", Argv: []string{"true"}, Workspace: "/w", Mode: events.ModeFullAccess})
 	add("c2", 1, events.CommandRequested{Session: "s1", Argv: []string{"true"}, Workspace: "/w", Mode: events.ModeFullAccess})
 	add("c2", 2, events.CommandStarted{Worker: "w1", Host: "h"})
@@ -338,7 +299,7 @@ func TestStore_CommandsActiveStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(t, old, recs, len(recs))
+	apply(t, old, cl.recs, len(cl.recs))
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -355,4 +316,31 @@ func TestStore_CommandsActiveStale(t *testing.T) {
 			t.Errorf("session %q: %d active commands in the stale store, want 2 (c1 requested, c2 started)", sess, len(got))
 		}
 	}
+}
+
+// commandLog builds a log of command events, one each step from at,
+// each caused by an exec of its command.
+type commandLog struct {
+	reg  *events.Registry
+	at   time.Time
+	step time.Duration
+	recs []events.Record
+	vers map[string]uint64 // next's versions
+}
+
+// next appends event p of command id at the version after its last.
+func (c *commandLog) next(id string, p events.Payload) {
+	if c.vers == nil {
+		c.vers = map[string]uint64{}
+	}
+	c.vers[id]++
+	c.add(id, c.vers[id], p)
+}
+
+// add appends event p of command id at version ver.
+func (c *commandLog) add(id string, ver uint64, p events.Payload) {
+	e := c.reg.New(p)
+	e.ID, e.Agg, e.Ver, e.At = ulid.Make(), events.Aggregate{Kind: events.KindCommand, ID: id}, ver, c.at.Add(time.Duration(len(c.recs))*c.step)
+	e.Cause = &events.Cause{Kind: "cli", Event: "exec", Ref: id}
+	c.recs = append(c.recs, events.Record{Seq: uint64(len(c.recs) + 1), Subject: e.Agg.Subject(), Envelope: e})
 }

@@ -15,31 +15,8 @@ func TestCommandOutputFollow_ServeDies(t *testing.T) {
 		t.Skip("builds and runs serve")
 	}
 	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
-	s := newSoak(t, soakBuild(t), 1)
+	s, srv := followSetup(t)
 	ctx := t.Context()
-	srv, _ := s.startServe(ctx)
-	if err := s.ts[0].Grow(5, false); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := s.run(ctx, nil, "import", "claude", s.dir); err != nil {
-		t.Fatalf("import: %v\n%s", err, out)
-	}
-	ws := t.TempDir()
-	sess := s.ts[0].Session
-	for deadline := time.Now().Add(30 * time.Second); ; { // the import reaches serve's view
-		out, err := s.run(ctx, nil, "sessions", "--all")
-		if err == nil && bytes.Contains(out, []byte(sess[:8])) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s not listed 30 s after the import: %v\n%s", sess, err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if out, err := s.run(ctx, nil, "exec", "--session", sess, "--mode", "read_only", "--workspace", ws, "--id", "follow-1", "--wait", "0",
-		"--", "sh", "-c", "echo first; sleep 60"); err != nil {
-		t.Fatalf("exec: %v\n%s", err, out)
-	}
 	ch, out, err := s.start(ctx, nil, "command", "output", "follow-1", "--follow")
 	if err != nil {
 		t.Fatal(err)
@@ -63,31 +40,8 @@ func TestCommandOutputFollow_NoServe(t *testing.T) {
 		t.Skip("builds and runs serve")
 	}
 	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
-	s := newSoak(t, soakBuild(t), 1)
+	s, srv := followSetup(t)
 	ctx := t.Context()
-	srv, _ := s.startServe(ctx)
-	if err := s.ts[0].Grow(5, false); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := s.run(ctx, nil, "import", "claude", s.dir); err != nil {
-		t.Fatalf("import: %v\n%s", err, out)
-	}
-	ws := t.TempDir()
-	sess := s.ts[0].Session
-	for deadline := time.Now().Add(30 * time.Second); ; { // the import reaches serve's view
-		out, err := s.run(ctx, nil, "sessions", "--all")
-		if err == nil && bytes.Contains(out, []byte(sess[:8])) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s not listed 30 s after the import: %v\n%s", sess, err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if out, err := s.run(ctx, nil, "exec", "--session", sess, "--mode", "read_only", "--workspace", ws, "--id", "follow-1", "--wait", "0",
-		"--", "sh", "-c", "echo first; sleep 60"); err != nil {
-		t.Fatalf("exec: %v\n%s", err, out)
-	}
 	for deadline := time.Now().Add(30 * time.Second); ; { // its first line is on the log
 		out, err := s.run(ctx, nil, "command", "output", "follow-1")
 		if err == nil && bytes.Contains(out, []byte("first")) {
@@ -119,4 +73,37 @@ func TestCommandOutputFollow_NoServe(t *testing.T) {
 	if err == nil || !bytes.Contains(js, []byte(`"Pos":0`)) || !bytes.Contains(js, []byte("logbook command output follow-1 --follow --after 6`")) {
 		t.Errorf("command output --follow --json with no serve: %v\n%s", err, js)
 	}
+}
+
+// followSetup starts serve on a soak of its own with one imported
+// session and, in it, command follow-1 (read_only), which prints "first"
+// and sleeps a minute. It returns the soak and the running serve.
+func followSetup(t *testing.T) (*soak, *soakChild) {
+	t.Helper()
+	s := newSoak(t, soakBuild(t), 1)
+	ctx := t.Context()
+	srv, _ := s.startServe(ctx)
+	if err := s.ts[0].Grow(5, false); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.run(ctx, nil, "import", "claude", s.dir); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	ws := t.TempDir()
+	sess := s.ts[0].Session
+	for deadline := time.Now().Add(30 * time.Second); ; { // the import reaches serve's view
+		out, err := s.run(ctx, nil, "sessions", "--all")
+		if err == nil && bytes.Contains(out, []byte(sess[:8])) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s not listed 30 s after the import: %v\n%s", sess, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out, err := s.run(ctx, nil, "exec", "--session", sess, "--mode", "read_only", "--workspace", ws, "--id", "follow-1", "--wait", "0",
+		"--", "sh", "-c", "echo first; sleep 60"); err != nil {
+		t.Fatalf("exec: %v\n%s", err, out)
+	}
+	return s, srv
 }
