@@ -81,3 +81,28 @@ func TestStart_ScriptWithoutShebangAsBoundary(t *testing.T) {
 		})
 	}
 }
+
+// In full_access too a script without "#!" runs under /bin/sh, as
+// execvp(3) and the restricted modes run it, with or without a terminal,
+// its arguments and exit status its own.
+func TestStart_ScriptWithoutShebangFullAccess(t *testing.T) {
+	eachTTY(t, func(t *testing.T, tty bool) {
+		s := newSpec(t, FullAccess, tty, "lb-plain-script", "arg")
+		bin := filepath.Join(s.Workspace, "bin")
+		if err := os.Mkdir(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, "lb-plain-script"), []byte("echo plain-ran \"$0\" \"$1\"; exit 7\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, kv := range s.Env {
+			if strings.HasPrefix(kv, "PATH=") {
+				s.Env[i] = "PATH=" + bin + ":" + strings.TrimPrefix(kv, "PATH=")
+			}
+		}
+		res, r := run(t, s)
+		if out := r.text(Stdout) + r.text(Stderr) + r.text(PTY); res.ExitCode != 7 || !strings.Contains(out, "plain-ran "+filepath.Join(bin, "lb-plain-script")+" arg") {
+			t.Errorf("Start: exit %d, %q; want the script run under /bin/sh, exit 7", res.ExitCode, out)
+		}
+	})
+}

@@ -308,6 +308,15 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 	spec.trace(StepPrepared)
 	p.start = time.Now()
 	err = startUnlocked(cmd)
+	if err != nil && !pl.restricted && errors.Is(err, syscall.ENOEXEC) {
+		// A file the kernel will not run as a program (a script without
+		// "#!") runs as execvp(3) runs it, and as the restricted modes'
+		// reporter does: /bin/sh file args.
+		cmd = &exec.Cmd{Path: "/bin/sh", Args: append([]string{"/bin/sh", pl.path}, pl.args[1:]...), Env: cmd.Env, Dir: cmd.Dir,
+			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: cmd.SysProcAttr}
+		p.cmd = cmd
+		err = startUnlocked(cmd)
+	}
 	closeAll(child...)
 	if err != nil {
 		if pl.restricted {
