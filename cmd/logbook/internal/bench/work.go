@@ -514,7 +514,11 @@ func (b *benchHistory) write(ctx context.Context, log events.Log, n int) error {
 // AppendBatches appends batches to log from workers goroutines, each
 // aggregate's batches in order by one of them, so the log's group commit
 // merges decisions of different aggregates. expect holds each
-// aggregate's last sequence and is updated.
+// aggregate's last sequence and is updated. A batch whose outcome is
+// unknown (natslog.ErrUnknownOutcome: its answer did not come within
+// the log's timeout, as on a loaded machine) is appended again, with the
+// same event ids and expected sequence, until it is answered or ctx
+// ends: a copy stored before makes the repeat succeed as a duplicate.
 func AppendBatches(ctx context.Context, log events.Log, batches []events.Batch, expect map[events.Aggregate]uint64, workers int) error {
 	byAgg := map[events.Aggregate][]events.Batch{}
 	todo := make(chan events.Aggregate, len(batches))
@@ -539,6 +543,9 @@ func AppendBatches(ctx context.Context, log events.Log, batches []events.Batch, 
 				for _, b := range byAgg[agg] {
 					b.Expect = last
 					ap, err := log.Append(ctx, b)
+					for errors.Is(err, natslog.ErrUnknownOutcome) && ctx.Err() == nil {
+						ap, err = log.Append(ctx, b)
+					}
 					if err != nil {
 						errs[w] = err
 						return
