@@ -54,18 +54,7 @@ func TestStart_ScriptWithoutShebangAsBoundary(t *testing.T) {
 	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
 		t.Run(string(m), func(t *testing.T) {
 			s := newSpec(t, m, false, "lb-plain-script", "arg")
-			bin := filepath.Join(s.Workspace, "bin")
-			if err := os.Mkdir(bin, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(bin, "lb-plain-script"), []byte("echo plain-ran \"$1\"\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for i, kv := range s.Env {
-				if strings.HasPrefix(kv, "PATH=") {
-					s.Env[i] = "PATH=" + bin + ":" + strings.TrimPrefix(kv, "PATH=")
-				}
-			}
+			plainScriptInPath(t, &s, "echo plain-ran \"$1\"\n")
 			c, err := BoundaryCommand(t.Context(), s)
 			if err != nil {
 				t.Fatal(err)
@@ -88,21 +77,30 @@ func TestStart_ScriptWithoutShebangAsBoundary(t *testing.T) {
 func TestStart_ScriptWithoutShebangFullAccess(t *testing.T) {
 	eachTTY(t, func(t *testing.T, tty bool) {
 		s := newSpec(t, FullAccess, tty, "lb-plain-script", "arg")
-		bin := filepath.Join(s.Workspace, "bin")
-		if err := os.Mkdir(bin, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(bin, "lb-plain-script"), []byte("echo plain-ran \"$0\" \"$1\"; exit 7\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for i, kv := range s.Env {
-			if strings.HasPrefix(kv, "PATH=") {
-				s.Env[i] = "PATH=" + bin + ":" + strings.TrimPrefix(kv, "PATH=")
-			}
-		}
+		bin := plainScriptInPath(t, &s, "echo plain-ran \"$0\" \"$1\"; exit 7\n")
 		res, r := run(t, s)
 		if out := r.text(Stdout) + r.text(Stderr) + r.text(PTY); res.ExitCode != 7 || !strings.Contains(out, "plain-ran "+filepath.Join(bin, "lb-plain-script")+" arg") {
 			t.Errorf("Start: exit %d, %q; want the script run under /bin/sh, exit 7", res.ExitCode, out)
 		}
 	})
+}
+
+// plainScriptInPath writes body, a script without "#!", as
+// lb-plain-script in a directory of s's workspace put first in s's PATH,
+// and returns that directory.
+func plainScriptInPath(t *testing.T, s *Spec, body string) string {
+	t.Helper()
+	bin := filepath.Join(s.Workspace, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "lb-plain-script"), []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, kv := range s.Env {
+		if strings.HasPrefix(kv, "PATH=") {
+			s.Env[i] = "PATH=" + bin + ":" + strings.TrimPrefix(kv, "PATH=")
+		}
+	}
+	return bin
 }

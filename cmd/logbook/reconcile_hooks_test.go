@@ -382,34 +382,8 @@ func TestReconciler_DispatcherIsNotTheAgent(t *testing.T) {
 		}
 		script += "dispatch logbook-hook --data " + data + " claude < " + name + " && "
 	}
-	out := &syncBuffer{}
 	agent := exec.Command(filepath.Join(bin, "fakeagent"), script+"true")
-	agent.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "FAKEAGENT_DONE=" + filepath.Join(work, "done")}
-	agent.Stdout, agent.Stderr = out, out
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		agent.Process.Kill()
-		agent.Wait()
-	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(work, "done")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent did not send its hooks:\n%s", out.String())
-		}
-	}
-	if _, err := in.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.CaughtUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if left := spooled(t, data); len(left) != 0 {
-		t.Fatalf("spooled %v, want every hook taken on the socket\n%s", left, out.String())
-	}
+	runHookAgent(t, agent, bin, work, data, in, svc)
 
 	st, due, err := dueNow(t, svc, 0)
 	if err != nil {
@@ -510,34 +484,8 @@ func testAgentInPidNamespace(t *testing.T, unshare string, ns []string, ownProc 
 	// The namespace's first process is a shell that does not exec the
 	// agent: the agent is pid 2 in there, and pid 2 here is another
 	// process (a kernel thread).
-	out := &syncBuffer{}
 	agent := exec.Command(unshare, append(ns, "sh", "-c", `"$@"; exit $?`, "sh", filepath.Join(bin, "fakeagent"), script+"true")...)
-	agent.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "FAKEAGENT_DONE=" + filepath.Join(work, "done")}
-	agent.Stdout, agent.Stderr = out, out
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		agent.Process.Kill()
-		agent.Wait()
-	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(work, "done")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent did not send its hooks:\n%s", out.String())
-		}
-	}
-	if _, err := in.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.CaughtUp(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if left := spooled(t, data); len(left) != 0 {
-		t.Fatalf("spooled %v, want every hook taken on the socket\n%s", left, out.String())
-	}
+	runHookAgent(t, agent, bin, work, data, in, svc)
 
 	st, err := svc.Store.Session(goneSession)
 	if err != nil {
@@ -588,5 +536,41 @@ func testAgentInPidNamespace(t *testing.T, unshare string, ns []string, ownProc 
 	}
 	if st.Phase != events.PhaseWorking {
 		t.Errorf("session %s (%s), want working", st.Phase, st.EndReason)
+	}
+}
+
+// runHookAgent runs agent, a fakeagent (from bin) that sends its hooks
+// and then writes work/done, waits for it, and checks that serve's
+// intake took every hook on the socket (none left in data's spool), the
+// service caught up with them.
+func runHookAgent(t *testing.T, agent *exec.Cmd, bin, work, data string, in *api.Intake, svc *api.Service) {
+	t.Helper()
+	ctx := t.Context()
+	out := &syncBuffer{}
+	agent.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "FAKEAGENT_DONE=" + filepath.Join(work, "done")}
+	agent.Stdout, agent.Stderr = out, out
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		agent.Process.Kill()
+		agent.Wait()
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(work, "done")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent did not send its hooks:\n%s", out.String())
+		}
+	}
+	if _, err := in.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.CaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := spooled(t, data); len(left) != 0 {
+		t.Fatalf("spooled %v, want every hook taken on the socket\n%s", left, out.String())
 	}
 }
