@@ -33,6 +33,18 @@ func eventsCmd(g *globals) *cobra.Command {
 				// As replay --seq 0: no sequence, not the default's last events.
 				return usageErrorf("--from 0: stream sequences begin at 1 (leave --from out for the last --lines events)")
 			}
+			// --lines with --from counts the events printed from there
+			// (as head does), never ignored; a follow has no count.
+			limit := uint64(0)
+			if cmd.Flags().Changed("from") && cmd.Flags().Changed("lines") {
+				if follow {
+					return usageErrorf("--lines goes without --follow when --from is given: a follow from --from %d prints every event from there on", from)
+				}
+				if n == 0 {
+					return usageErrorf("--lines 0 with --from %d: nothing to print", from)
+				}
+				limit = n
+			}
 			ctx := cmd.Context()
 			g.follows = follow
 			var b *backend
@@ -71,6 +83,7 @@ func eventsCmd(g *globals) *cobra.Command {
 				return followLog(ctx, g, b, start)
 			}
 			defer b.Close()
+			printed := uint64(0)
 			for r, err := range b.log.Read(ctx, start) {
 				if err != nil {
 					if ctx.Err() != nil {
@@ -81,12 +94,15 @@ func eventsCmd(g *globals) *cobra.Command {
 				if err := printRecord(g.stdout, r, g.json); err != nil {
 					return err
 				}
+				if printed++; printed == limit {
+					break
+				}
 			}
 			return nil
 		},
 	}
 	tail.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
-	tail.Flags().Uint64VarP(&n, "lines", "n", 20, "how many of the last events to print")
+	tail.Flags().Uint64VarP(&n, "lines", "n", 20, "how many of the last events to print; with --from, how many to print from there (default: every one)")
 	tail.Flags().Uint64Var(&from, "from", 0, "start at this stream sequence (1 or more) instead; past the log's last one is a usage error, unless --follow waits for it")
 	cmd.AddCommand(tail)
 	return cmd
