@@ -326,7 +326,7 @@ func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) 
 			case st.Seq != 0 && rec.ID == st.ID:
 				vd.Status, vd.Why = Replayed, fmt.Sprintf("a copy of event %s, ver %d, stored at seq %d", rec.ID, rec.Ver, st.Seq)
 			case st.Seq != 0 && rec.Ver > st.Ver+1:
-				vd.Status, vd.Why = FollowsMissing, fmt.Sprintf("ver %d comes after ver %d, the aggregate's last attested event (seq %d), but ver %d, which must come between, is not in the log as read (lost from the stream, a damaged block or a deleted message, or never appended; run `logbook verify`)", rec.Ver, st.Ver, st.Seq, st.Ver+1)
+				vd.Status, vd.Why = FollowsMissing, fmt.Sprintf("ver %d comes after ver %d, the aggregate's last attested event (seq %d), but ver %d, which must come between, is not in the log as read (lost from the stream, a damaged block or a deleted message, or never appended; "+VerifyAdvice+")", rec.Ver, st.Ver, st.Seq, st.Ver+1)
 			case st.Seq != 0 && rec.Ver != st.Ver+1:
 				vd.Status, vd.Why = Replayed, fmt.Sprintf("ver %d does not follow ver %d, the aggregate's last attested event (seq %d): a copy of an earlier event", rec.Ver, st.Ver, st.Seq)
 			}
@@ -484,3 +484,8 @@ const PreVouched = preGood
 // Admin returns the pinned admin public key the Verifier trusts (32
 // bytes, shared: do not modify).
 func (v *Verifier) Admin() ed25519.PublicKey { return v.admin }
+
+// VerifyAdvice is the advice a reason or an error gives when the stored
+// log may have been changed or cut: the command that says where. verify
+// itself leaves it out of what it says.
+const VerifyAdvice = "run `logbook verify`"

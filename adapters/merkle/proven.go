@@ -173,7 +173,7 @@ func (p *Proven) CheckHeader(m natslog.Msg, h *natslog.RawHeader) error {
 // is want, the proven one, and Check's error otherwise.
 func (p *Proven) compare(seq uint64, got, want tlog.Hash) error {
 	if got != want {
-		return fmt.Errorf("seq %d: the stored message hashes to %s, the signed checkpoint's tree (seq 1..%d, root %s) holds %s: changed since serve judged it (run `logbook verify`)", seq, got, p.n, p.root, want)
+		return fmt.Errorf("seq %d: the stored message hashes to %s, the signed checkpoint's tree (seq 1..%d, root %s) holds %s: changed since serve judged it"+natslog.VerifyHint, seq, got, p.n, p.root, want)
 	}
 	return nil
 }

@@ -115,7 +115,7 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 					return nil
 				}
 				if gap, ok := errors.AsType[*GapError](err); ok {
-					say("%s: STOPPED: %v; no checkpoint is signed or co-signed over a log with a hole (run `logbook verify`)", what, gap)
+					say("%s: STOPPED: %v; no checkpoint is signed or co-signed over a log with a hole"+natslog.VerifyHint, what, gap)
 					<-ctx.Done()
 					return nil
 				}

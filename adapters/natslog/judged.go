@@ -410,7 +410,7 @@ func (j *Judged) whole(l *Log, from, end uint64) func(context.Context, func(Msg,
 	return func(ctx context.Context, y func(Msg, error) bool) {
 		next := max(from, 1)
 		missing := func(seq uint64) error {
-			return fmt.Errorf("seq %d: missing from stream %s (deleted or lost), within seq 1..%d that serve's signed checkpoint statement covers (run `logbook verify`)", seq, StreamName, j.Through)
+			return fmt.Errorf("seq %d: missing from stream %s (deleted or lost), within seq 1..%d that serve's signed checkpoint statement covers"+VerifyHint, seq, StreamName, j.Through)
 		}
 		stopped := false
 		read := l.consume
@@ -449,3 +449,8 @@ func (j *Judged) whole(l *Log, from, end uint64) func(context.Context, func(Msg,
 		}
 	}
 }
+
+// VerifyHint closes the errors of a read that found the stored log
+// changed or cut, pointing to the command that says where: `logbook
+// verify`, whose own report leaves it out.
+const VerifyHint = " (" + attestation.VerifyAdvice + ")"

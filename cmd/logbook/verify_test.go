@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -140,6 +141,14 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 	if code != codeError || !strings.Contains(out, "first bad sequence "+strconv.FormatUint(want, 10)+":") {
 		t.Fatalf("exit %d, want %d naming seq %d:\n%s", code, codeError, want, out)
 	}
+	// verify says what it found, never to run verify.
+	if strings.Contains(out, attestation.VerifyAdvice) {
+		t.Errorf("verify after the flip advises running verify:\n%s", out)
+	}
+	// An --id that is no event id says what one is, not the parser's words.
+	if out, code := verifyCLI(t, data, "--id", "NOTAULID"); code != codeUsage || !strings.Contains(out, `--id "NOTAULID": not an event id: an event id is a ULID, 26 characters`) || strings.Contains(out, "bad data size") {
+		t.Errorf("verify --id NOTAULID: exit %d:\n%s", code, out)
+	}
 }
 
 // `logbook verify` on a log no serve has run on (an import alone) has
@@ -217,5 +226,26 @@ func TestVerifyCLI_IDOfAQuarantinedEvent(t *testing.T) {
 	}
 	if out, errOut, _ := cliExit(t, r.data, "verify", "--id", folded[1]); strings.Contains(out, "QUARANTINED") || strings.Contains(errOut, "no such event") {
 		t.Errorf("verify --id %s of a folded event:\n%s%s", folded[1], out, errOut)
+	}
+}
+
+// TestVerifyError_LeavesOutItsOwnAdvice: what verify says of a read that
+// found the stored log cut or changed (its error, an unattested event's
+// reason) leaves out the reads' advice to run verify, and keeps the
+// error's exit code. (A data dir whose stream lost a message within its
+// statement gave "… covers (run `logbook verify`)" from verify itself.)
+func TestVerifyError_LeavesOutItsOwnAdvice(t *testing.T) {
+	read := errors.New("seq 96: missing from stream LOGBOOK (deleted or lost), within seq 1..1822 that serve's signed checkpoint statement covers" + natslog.VerifyHint)
+	err := verifyError{&exitError{codeError, fmt.Errorf("verify: reading the log for unattested events: %w", read)}}
+	want := "verify: reading the log for unattested events: seq 96: missing from stream LOGBOOK (deleted or lost), within seq 1..1822 that serve's signed checkpoint statement covers"
+	if got := err.Error(); got != want {
+		t.Errorf("verify says %q, want %q", got, want)
+	}
+	if e, ok := errors.AsType[*exitError](err); !ok || e.code != codeError {
+		t.Errorf("exit code lost: %#v", err)
+	}
+	why := "ver 5 comes after ver 3, the aggregate's last attested event (seq 7), but ver 4, which must come between, is not in the log as read (lost from the stream, a damaged block or a deleted message, or never appended; " + attestation.VerifyAdvice + ")"
+	if got := withoutVerifyAdvice(why); strings.Contains(got, "logbook verify") || !strings.HasSuffix(got, "or never appended)") {
+		t.Errorf("the reason as verify says it: %q", got)
 	}
 }

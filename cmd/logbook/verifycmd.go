@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/merkle"
@@ -65,10 +67,13 @@ a follower's before ` + "`logbook checkpoint trust`" + `), 2 on a usage error.`,
 			if id != "" {
 				var err error
 				if want, err = ulid.ParseStrict(id); err != nil {
-					return usageErrorf("--id %q: %v", id, err)
+					return usageErrorf("--id %q: not an event id: an event id is a ULID, 26 characters of Crockford's base32 (0-9 and A-Z but I, L, O and U; e.g. 01JDQ3Z8X4M5N6P7Q8R9S0T1V2), as `logbook events tail --json` prints it", id)
 				}
 			}
-			return natslog.NameUnavailable(runVerify(cmd.Context(), g, seq, want))
+			if err := natslog.NameUnavailable(runVerify(cmd.Context(), g, seq, want)); err != nil {
+				return verifyError{err}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().Uint64Var(&seq, "seq", 0, "print the inclusion proof of the message at this stream sequence")
@@ -76,6 +81,24 @@ a follower's before ` + "`logbook checkpoint trust`" + `), 2 on a usage error.`,
 	logWaitFlag(cmd, g)
 	return markReads(cmd)
 }
+
+// verifyError is an error of verify as verify says it: a read's error
+// that advises running verify (natslog.VerifyHint) is said without that
+// advice. Unwrap returns the error itself, for its exit code.
+type verifyError struct{ err error }
+
+// Error returns the error's text without natslog.VerifyHint.
+func (e verifyError) Error() string { return withoutVerifyAdvice(e.err.Error()) }
+
+// withoutVerifyAdvice returns s without the advice to run verify that
+// reads and reasons give (natslog.VerifyHint, attestation.VerifyAdvice).
+func withoutVerifyAdvice(s string) string {
+	s = strings.ReplaceAll(s, natslog.VerifyHint, "")
+	return strings.ReplaceAll(s, "; "+attestation.VerifyAdvice, "")
+}
+
+// Unwrap returns the error.
+func (e verifyError) Unwrap() error { return e.err }
 
 func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error {
 	b, err := openVerify(ctx, g)
@@ -165,7 +188,7 @@ func runVerify(ctx context.Context, g *globals, seq uint64, id ulid.ULID) error 
 			term.Plural(int(qn), "unattested event"), qfirst.Seq, term.Field(qfirst.Type), term.Field(qfirst.Subject), term.Field(qfirst.Status))
 		if !g.json {
 			if _, err := fmt.Fprintf(g.stdout, "NOT OK: %s in the log unattested (quarantined: left out of every fold), the first at seq %d: %s on %s, %s: %s; `logbook audit` shows them\n",
-				term.Plural(int(qn), "event is", "events are"), qfirst.Seq, term.Field(qfirst.Type), term.Field(qfirst.Subject), term.Field(qfirst.Status), term.Field(qfirst.Why)); err != nil {
+				term.Plural(int(qn), "event is", "events are"), qfirst.Seq, term.Field(qfirst.Type), term.Field(qfirst.Subject), term.Field(qfirst.Status), term.Field(withoutVerifyAdvice(qfirst.Why))); err != nil {
 				return err
 			}
 		}
