@@ -127,7 +127,7 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 	for _, c := range []struct {
 		body, status, want string
 	}{
-		{`{"harness":"agent","id":"x1","session":"sub1","kind":"k","signals":[{"kind":"session_end"}]}`, "422", "the session is claude-code's, the observation agent's"},
+		{`{"harness":"agent","id":"x1","session":"sub1","kind":"k","signals":[{"kind":"session_end"}]}`, "400", `session "agent-sub1": a Claude Code subagent's session is "agent-" and its agent_id`},
 		{`{"harness":"h","id":"x3","session":"B","kind":"k","meta":{"agent":"claude-code"},"signals":[{"kind":"session_start"}]}`, "400", `meta.agent "claude-code": the agent Logbook reads itself`},
 	} {
 		var ae apiError
@@ -139,6 +139,44 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 	}
 	if now, _ := e.log.LastSeq(t.Context()); now != last {
 		t.Errorf("refused observations appended: last seq %d → %d", last, now)
+	}
+}
+
+// TestObservations_AgentSessionIDsReserved: a harness whose session id
+// would be one the agents Logbook reads name theirs with (a Claude Code
+// subagent's agent-<id>, a Claude Code or Codex CLI session's UUID, a
+// copy's <uuid>-r1; as session or as parent) is refused (400, saying
+// why) and nothing is appended, before the agent's own session exists
+// too: posted first, it would have kept the agent's hooks out. The
+// subagent's own hooks then land on its session.
+func TestObservations_AgentSessionIDsReserved(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ body, want string }{
+		{`{"harness":"agent","id":"e1","session":"b0b0","kind":"k","signals":[{"kind":"prompt","id":"p"}]}`, `session "agent-b0b0": a Claude Code subagent's session`},
+		{`{"harness":"5e551011","id":"e2","session":"0000-4000-8000-000000000001","kind":"k","signals":[{"kind":"prompt","id":"p"}]}`, `session "5e551011-0000-4000-8000-000000000001": a Claude Code or Codex CLI session's id begins with a UUID`},
+		{`{"harness":"5e551011","id":"e3","session":"0000-4000-8000-00000000000A-r1","kind":"k","signals":[{"kind":"prompt","id":"p"}]}`, `begins with a UUID`},
+		{`{"harness":"agent","id":"e5","session":"s","kind":"k","signals":[{"kind":"prompt","id":"p"}]}`, `session "agent-s"`},
+	} {
+		var ae apiError
+		e.do("POST", "/v1/observations", c.body, nil, 400, &ae)
+		if ae.Code != "bad_request" || !strings.Contains(ae.Error, c.want) {
+			t.Errorf("%s: %+v, want 400 holding %s", c.body, ae, c.want)
+		}
+	}
+	if last, _ := e.log.LastSeq(t.Context()); last != 0 {
+		t.Errorf("refused observations appended up to %d", last)
+	}
+	// A UUID-shaped parent is refused as well.
+	var ae apiError
+	e.do("POST", "/v1/observations", `{"harness":"5e551011","id":"e6","session":"own","parent":"0000-4000-8000-000000000001","kind":"k","signals":[{"kind":"prompt","id":"p"}]}`, nil, 400, &ae)
+	if !strings.Contains(ae.Error, `parent "5e551011-0000-4000-8000-000000000001"`) {
+		t.Errorf("a UUID-shaped parent: %+v", ae)
+	}
+	// The subagent's own hook lands on its session.
+	e.waitSeq(e.hook("parent1", "UserPromptSubmit", map[string]any{"prompt": "hi", "agent_id": "b0b0"}))
+	st, err := e.store.Session("agent-b0b0")
+	if err != nil || st.Agent != "claude-code" {
+		t.Errorf("session agent-b0b0: %+v, %v; want Claude Code's", st, err)
 	}
 }
 

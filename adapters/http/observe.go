@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -157,6 +158,14 @@ func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 	}
 	if err := agg.Validate(); err != nil {
 		return bad("session: %v", err)
+	}
+	for _, id := range []struct{ name, v string }{{"session", agg.ID}, {"parent", o.Harness + "-" + o.Parent}} {
+		if id.name == "parent" && o.Parent == "" {
+			continue
+		}
+		if why := agentSessionShape(id.v); why != "" {
+			return bad("%s %q: %s; a harness's sessions never take the ids the agents Logbook reads name theirs with, so that one posted first cannot keep the agent's own session out", id.name, id.v, why)
+		}
 	}
 	if o.Parent != "" {
 		if err := events.ValidID(o.Harness + "-" + o.Parent); err != nil {
@@ -386,4 +395,40 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, observeReply{Session: agg.ID, First: ap.First, Last: ap.Last, Duplicate: ap.Last == 0 || ap.Duplicate, Phase: st.Phase, Activity: st.Activity})
+}
+
+// agentSessionShape says why id has the shape of a session id Logbook
+// gives the agents it reads itself ("" when it has not): a Claude Code
+// subagent's "agent-<agent_id>" (Claude Code 2.x hooks and transcripts),
+// and a Claude Code or Codex CLI session's UUID (8-4-4-4-12 hexadecimal
+// digits), alone or with a suffix (an import's "-r1" copy).
+func agentSessionShape(id string) string {
+	if strings.HasPrefix(id, "agent-") {
+		return "a Claude Code subagent's session is \"agent-\" and its agent_id"
+	}
+	if len(id) >= 36 && isUUID(id[:36]) {
+		return "a Claude Code or Codex CLI session's id begins with a UUID"
+	}
+	return ""
+}
+
+// isUUID reports whether s is a UUID's text: 8-4-4-4-12 hexadecimal
+// digits, either case.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := range len(s) {
+		switch c := s[i]; i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
