@@ -68,6 +68,8 @@ type Service struct {
 	// each spooled payload DrainSpool sets aside as bad input, and each
 	// stray file it moves out of the way: a hook that exited 0 once its
 	// payload was spooled has no one else to say it was not recorded.
+	// What it is told may begin with serve's log level marker ("WARN: ",
+	// servelog.Log).
 	Said func(format string, args ...any)
 	// Paused, when set (serve sets it), says why appends wait for disk
 	// space (diskfull.Pause.String), "" while they go on: a wait for the
@@ -332,7 +334,7 @@ func (s *Service) DrainSpool(ctx context.Context) (int, error) {
 	if strays, err := s.Spool.SetAsideStrays(); err != nil {
 		return 0, err
 	} else if len(strays) > 0 && s.Said != nil {
-		s.Said("spool: %d file(s) named as entries that no hook wrote (a FIFO, a device, a symlink, a directory) moved unread to %s: %s", len(strays), filepath.Join(s.Spool.Dir(), claude.RejectedDir), strings.Join(strays, ", "))
+		s.Said("WARN: spool: %d file(s) named as entries that no hook wrote (a FIFO, a device, a symlink, a directory) moved unread to %s: %s", len(strays), filepath.Join(s.Spool.Dir(), claude.RejectedDir), strings.Join(strays, ", "))
 	}
 	n := 0
 	for ctx.Err() == nil {

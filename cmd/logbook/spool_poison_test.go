@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/servelog"
 )
 
 // TestSpool_PoisonThenHundred: a spooled entry that can never be stored
@@ -63,6 +65,32 @@ func TestSpool_PoisonThenHundred(t *testing.T) {
 	// Rejected entries go after the retention period.
 	if n, err := sp.SweepRejected(time.Now().Add(claude.DefaultRejectedRetention+time.Minute), claude.DefaultRejectedRetention); err != nil || n != 1 {
 		t.Errorf("SweepRejected = %d, %v; want 1", n, err)
+	}
+}
+
+// TestSpool_StraysSaidAtWarn: a file named as a spool entry that no hook
+// wrote (here a directory) is moved aside unread, and said to serve's
+// log at WARN, as README says, never at INFO.
+func TestSpool_StraysSaidAtWarn(t *testing.T) {
+	ctx, data, sp := spoolAlone(t, 60*time.Second)
+	stray := ulid.Make().String() + ".json"
+	if err := os.Mkdir(filepath.Join(sp.Dir(), stray), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, svc := localService(t, data)
+	var said []string
+	svc.Said = func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) }
+	if _, err := svc.DrainSpool(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], stray) {
+		t.Fatalf("said %q, want the stray named once", said)
+	}
+	var logged bytes.Buffer
+	sl := servelog.New(&logged, "text")
+	fmt.Fprintf(sl, "logbook serve: %s\n", said[0])
+	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "no hook wrote") {
+		t.Errorf("serve's log has %q, want the stray at WARN", logged.String())
 	}
 }
 
