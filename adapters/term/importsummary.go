@@ -14,20 +14,21 @@ import (
 func ImportSummary(stdout, stderr io.Writer, s ingest.Summary, noun string) {
 	for _, f := range s.Files {
 		for _, w := range f.Warnings {
-			fmt.Fprintf(stderr, "warning: %s\n", Safe(w))
+			fmt.Fprintf(stderr, "warning: %s\n", Field(w))
 		}
 	}
 	for _, n := range s.NotTranscripts {
-		fmt.Fprintf(stderr, "skipped: %s\n", Safe(n))
+		fmt.Fprintf(stderr, "skipped: %s\n", Field(n))
 	}
 	ImportErrors(stderr, s.Errors)
 	fmt.Fprintln(stdout, s.Line(noun+" file"))
 }
 
 // ImportErrors writes each of errs, an import's errors, as "error: …" on
-// w, in the words a person reads (Message), made safe (Safe).
+// w, in the words a person reads (Message), made safe on one line each
+// (Field).
 func ImportErrors(w io.Writer, errs []string) {
 	for _, e := range errs {
-		fmt.Fprintf(w, "error: %s\n", Safe(Message(e)))
+		fmt.Fprintf(w, "error: %s\n", Field(Message(e)))
 	}
 }
