@@ -186,6 +186,9 @@ type Summary struct {
 	// stopped counts the Files that stopped at an error: not read to
 	// their end.
 	stopped int
+	// inPart counts those of the stopped Files whose lines before the
+	// error are in the log (appended now or before).
+	inPart int
 }
 
 // SummaryFile is one file of a Summary: a FileResult with the JSON
@@ -201,13 +204,19 @@ type SummaryFile struct {
 }
 
 // Line returns the summary's last line, files counted as kind
-// ("transcript file"): how many were read to their end (a file that
-// stopped at an error is not counted, though the lines before the error
-// are), lines appended, lines the log had already, and how many files
-// stopped at an error (only the lines before it are in the log) or could
-// not be read.
+// ("transcript file"): how many were read to their end, and how many
+// in part (a file that stopped at an error after lines that are in the
+// log: "imported 0 transcript files and 1 in part"), lines appended,
+// lines the log had already, and how many files stopped at an error
+// (only the lines before it are in the log) or could not be read.
 func (s Summary) Line(kind string) string {
-	l := fmt.Sprintf("imported %s: %s appended, %d already in the log", plural(len(s.Files)-s.stopped, kind), plural(s.Appended, "line"), s.Skipped)
+	l := "imported " + plural(len(s.Files)-s.stopped, kind)
+	if s.inPart > 0 {
+		// The lines before a stop are in the log: such a file is
+		// imported in part, not not at all.
+		l += fmt.Sprintf(" and %d in part", s.inPart)
+	}
+	l += fmt.Sprintf(": %s appended, %d already in the log", plural(s.Appended, "line"), s.Skipped)
 	if n := len(s.Errors); n > 0 {
 		l += fmt.Sprintf("; %d stopped at an error", n)
 	}
@@ -287,6 +296,11 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 					}
 					if err != nil {
 						sum.stopped += len(rs)
+						for _, r := range rs {
+							if r.Appended+r.Skipped > 0 {
+								sum.inPart++
+							}
+						}
 					}
 					for _, r := range rs {
 						sum.Files = append(sum.Files, summaryFile(r))

@@ -149,8 +149,21 @@ func TestPlan_Run(t *testing.T) {
 		}
 		return []FileResult{{Path: path}}, nil
 	}}, io.Discard)
-	if got := sum.Line("log file"); got != "imported 1 log file: 3 lines appended, 0 already in the log; 1 stopped at an error" {
+	if got := sum.Line("log file"); got != "imported 1 log file and 1 in part: 3 lines appended, 0 already in the log; 1 stopped at an error" {
 		t.Errorf("Line with a file stopped part way = %q", got)
+	}
+	// One that stops at its first line is not imported in part.
+	sum = p.Run(t.Context(), Runner[string]{Workers: 1, Import: func(_ context.Context, path string, line func()) ([]FileResult, error) {
+		switch filepath.Base(path) {
+		case "a.jsonl":
+			return []FileResult{{Path: path, Appended: 1, Lines: 1}}, nil
+		case "d.jsonl":
+			return []FileResult{{Path: path}}, stop
+		}
+		return []FileResult{{Path: path}}, nil
+	}}, io.Discard)
+	if got := sum.Line("log file"); got != "imported 1 log file: 1 line appended, 0 already in the log; 1 stopped at an error" {
+		t.Errorf("Line with a file stopped at its first line = %q", got)
 	}
 }
 
