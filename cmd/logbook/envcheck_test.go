@@ -12,10 +12,17 @@ import (
 
 // TestCommandEnv_RefusesAsTheServer: exec's check of --env and the one
 // every request goes through (worker.CheckRequest, what the worker
-// client's API runs) are one check: the same environment is refused with
-// the same message, naming the variable (or its position when it has no
-// name) and never its value. A shape fault is a usage error.
+// client's API runs) refuse the same environment, naming the variable
+// (or its position when it has no name) and never its value; a secret
+// with the same message. A shape fault is a usage error, and exec names
+// the --env flag it came from by its place among them (the server, by
+// its index in the whole environment).
 func TestCommandEnv_RefusesAsTheServer(t *testing.T) {
+	// The third of three --env flags, after an inherited environment:
+	// named by its place among the flags.
+	if _, err := commandEnv(execFlags{callerEnv: []string{"A=1", "B=2"}, env: []string{"X=1", "Y=2", "=x"}}); err == nil || err.Error() != "exec: --env number 3 of 3: want KEY=VALUE: its KEY is empty" {
+		t.Errorf("a third --env with an empty KEY: %v", err)
+	}
 	for _, tc := range []struct {
 		kv    string
 		says  string
@@ -37,7 +44,11 @@ func TestCommandEnv_RefusesAsTheServer(t *testing.T) {
 			t.Errorf("--env %q: exec %v, server %v: want both to refuse it", tc.kv, cliErr, srvErr)
 			continue
 		}
-		if cliErr.Error() != "exec: "+srvErr.Error() {
+		if tc.usage {
+			if want := "exec: --env number 1 of 1: want KEY=VALUE: "; !strings.HasPrefix(cliErr.Error(), want) || strings.Contains(cliErr.Error(), tc.kv) {
+				t.Errorf("--env %q: exec says %q, want %q and why, never the value", tc.kv, cliErr, want)
+			}
+		} else if cliErr.Error() != "exec: "+srvErr.Error() {
 			t.Errorf("--env %q: exec says %q, the server %q: want the same", tc.kv, cliErr, srvErr)
 		}
 		if !strings.Contains(srvErr.Error(), tc.says) || !errors.Is(srvErr, events.ErrRejected) {

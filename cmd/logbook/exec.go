@@ -417,6 +417,22 @@ func commandEnv(f execFlags) ([]string, error) {
 	env = append(env, f.env...)
 	if err := worker.CheckEnv(env, nil); err != nil {
 		if errors.Is(err, command.ErrEnvShape) {
+			// A malformed --env is named by its place among the flags,
+			// not by its index in the whole environment (and its value
+			// never quoted: it may be a secret typed in the wrong place).
+			for i, kv := range f.env {
+				k, _, ok := strings.Cut(kv, "=")
+				why := ""
+				switch {
+				case !ok:
+					why = `it has no "="`
+				case k == "":
+					why = "its KEY is empty"
+				default:
+					continue
+				}
+				return nil, usageErrorf("exec: --env number %d of %d: want KEY=VALUE: %s", i+1, len(f.env), why)
+			}
 			return nil, usageErrorf("exec: %w", err)
 		}
 		return nil, fmt.Errorf("exec: %w", err)
