@@ -14,8 +14,9 @@ import (
 
 // GuardPattern names the built-in rule that sends a shell command naming
 // Logbook's project folder, a policy file or the data dir, or a file
-// tool's write into the data dir, to review at critical risk: the
-// pattern a verdict it decides is recorded under.
+// tool's read or write of the data dir (its path read through links and
+// from the working directory), to review at critical risk: the pattern
+// a verdict it decides is recorded under.
 const GuardPattern = "built-in: commands that name .logbook, policy.toml or the data dir"
 
 // SettingsGuardPattern names the built-in rule that sends a file tool's
@@ -54,48 +55,58 @@ const UnreadablePattern = "built-in: commands the gate cannot read"
 // "", "" when c changes none of them.
 func guard(dd string) func(Call) (pattern, risk string) {
 	var dds []string
-	var globs *dataDirGlobs
+	var globs []*dataDirGlobs
+	var places *dataDirPlaces
+	var home string
 	if dd != "" {
 		dd = filepath.Clean(dd)
-		dds = append(dds, strings.ToLower(dd))
-		home, err := os.UserHomeDir()
+		var err error
+		home, err = os.UserHomeDir()
 		if err != nil {
 			home = ""
 		}
-		if home != "" && home != "/" {
-			if rel, ok := strings.CutPrefix(dd, filepath.Clean(home)+"/"); ok {
-				dds = append(dds, strings.ToLower("/"+rel))
+		places = newDataDirPlaces(dd, home)
+		// The data dir by its letters, and where its links lead (a data
+		// dir ~/.local/share/logbook that is a link to /srv/lb is /srv/lb
+		// as well).
+		for _, d := range places.written() {
+			dds = append(dds, d)
+			if home != "" && home != "/" {
+				if rel, ok := strings.CutPrefix(d, strings.ToLower(filepath.Clean(home))+"/"); ok {
+					dds = append(dds, "/"+rel)
+				}
+			}
+			globs = append(globs, newDataDirGlobs(d, home, os.Getenv("XDG_DATA_HOME")))
+		}
+	}
+	anyGlobs := func(f func(*dataDirGlobs) bool) bool {
+		for _, g := range globs {
+			if f(g) {
+				return true
 			}
 		}
-		globs = newDataDirGlobs(dd, home, os.Getenv("XDG_DATA_HOME"))
+		return false
 	}
 	guarded := func(c Call) bool {
-		switch c.Tool {
-		case "Edit", "Write", "MultiEdit", "NotebookEdit":
-			if dd == "" {
-				return false
-			}
-			f := toolPath(c)
-			if f == "" {
-				return false
-			}
-			if !filepath.IsAbs(f) {
-				f = filepath.Join(c.Dir, f)
-			}
-			f = filepath.Clean(f)
-			return f == dd || strings.HasPrefix(f, dd+"/")
+		if _, ok := pathFields[c.Tool]; ok {
+			// A built-in file tool: the path it reads or writes, or the
+			// tree it searches, on every reading (through links,
+			// relative to the working directory).
+			return fileToolReaches(c, places)
 		}
 		if !shellLike(c.Tool) {
 			return false
 		}
 		texts, removes, raw := guardTexts(c)
 		for _, s := range texts {
-			if namesPolicy(s, dds) || globs.namesAs(s, c.Dir, func([]string) bool { return removes }) {
+			if namesPolicy(s, dds) || anyGlobs(func(g *dataDirGlobs) bool {
+				return g.namesAs(s, c.Dir, func([]string) bool { return removes })
+			}) {
 				return true
 			}
 		}
 		for _, s := range otherStrings(c, raw) {
-			if namesPolicy(s, dds) || globs.names(s, c.Dir) {
+			if namesPolicy(s, dds) || anyGlobs(func(g *dataDirGlobs) bool { return g.names(s, c.Dir) }) {
 				return true
 			}
 		}

@@ -17,6 +17,9 @@ import (
 // missing, is unusable too: no path rule reads it.
 func TestGate_UnusableInputIsDenied(t *testing.T) {
 	r := newRig(t, "")
+	// A working directory beside the data dir, not above it: a search
+	// of a tree that holds the data dir is the guard's to review.
+	cwd := t.TempDir()
 	for i, tc := range []struct {
 		tool, input string
 		deny        bool
@@ -63,7 +66,7 @@ func TestGate_UnusableInputIsDenied(t *testing.T) {
 			fields["tool_input"] = json.RawMessage(tc.input)
 		}
 		ref := r.hook("PreToolUse", fields)
-		v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: tc.tool, Input: json.RawMessage(tc.input), ID: use, Cwd: "/tmp", Ref: ref})
+		v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: tc.tool, Input: json.RawMessage(tc.input), ID: use, Cwd: cwd, Ref: ref})
 		if err != nil {
 			t.Fatalf("%s %s: %v", tc.tool, tc.input, err)
 		}
