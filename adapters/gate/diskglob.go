@@ -8,10 +8,18 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/logbook-dev/logbook/adapters/gate/shell"
 )
 
-// maxGlobReadings bounds the words a brace list of a glob expands to.
-const maxGlobReadings = 64
+// maxGlobWords bounds the words of one call shellPathsOnDisk reads on
+// disk, and maxGlobReadings the readings of one word (a brace list's
+// words times its variables' values); past either the call is taken for
+// naming the data dir.
+const (
+	maxGlobWords    = maxResolved
+	maxGlobReadings = 64
+)
 
 // globOnDisk returns the paths shell glob pattern pat (absolute, relative
 // to base, or starting with "~") matches on disk now, as bash expands it
@@ -130,4 +138,129 @@ func listDir(d string, budget *int) ([]fs.DirEntry, bool) {
 	}
 	*budget -= len(ents)
 	return ents, *budget >= 0
+}
+
+// shellPathsOnDisk returns the paths the words of shell script sc, run
+// in folder dir, name on disk now, where its words say more than their
+// letters: a word with an unquoted glob is each path it matches
+// (globOnDisk), a word with a tilde or a variable the line gives values
+// ($HOME, $XDG_DATA_HOME, D=…, for D in …) each path it reads as with
+// those values (globbed too when they hold a glob). Words with a part
+// the gate cannot know at all are left to unknownArg; plain words, read
+// as written, to aliasPaths. It returns false when it cannot tell: more
+// than maxGlobWords such words or maxGlobReadings readings of one, a
+// folder it must list that cannot be listed, or more than maxTreeEntries
+// entries listed in all.
+func shellPathsOnDisk(sc *shell.Script, dir, home string, xdg []string) ([]string, bool) {
+	if sc == nil {
+		return nil, true
+	}
+	values := map[string][]string{}
+	for _, a := range sc.Given {
+		if !sc.Unsure[a.Name] && len(values[a.Name]) <= maxGlobReadings {
+			values[a.Name] = append(values[a.Name], a.Value.Glob)
+		}
+	}
+	if home != "" {
+		values["HOME"] = []string{home}
+	}
+	if len(xdg) > 0 {
+		values["XDG_DATA_HOME"] = xdg
+	}
+	var words []string
+	seen := map[string]bool{}
+	add := func(w shell.Word) {
+		g := w.Glob
+		if seen[g] || w.Static && !strings.HasPrefix(g, "~") {
+			return
+		}
+		seen[g] = true
+		words = append(words, g)
+	}
+	for _, cmd := range sc.Commands {
+		for _, w := range cmd.Args {
+			add(w)
+		}
+	}
+	for _, rs := range [][]shell.Redirection{sc.Writes, sc.Reads} {
+		for _, rd := range rs {
+			add(rd.Target)
+		}
+	}
+	for _, m := range sc.Mentions {
+		// A loop's list, an array's element, a value alone: one word
+		// each. A here-document's body, text no shell expands as a
+		// path, is left to the guards that read text.
+		if !strings.ContainsAny(m.Glob, " \t\n") {
+			add(m)
+		}
+	}
+	var out []string
+	budget, n := maxTreeEntries, 0
+	for _, w := range words {
+		alts, known := withValues(w, values, 0)
+		if !known {
+			continue
+		}
+		if n++; n > maxGlobWords || len(alts) > maxGlobReadings {
+			return out, false
+		}
+		for _, a := range alts {
+			if !strings.ContainsAny(a, "*?[") {
+				out = append(out, pathReadings(a, dir)...)
+				continue
+			}
+			found, whole := globOnDisk(a, dir, &budget)
+			if !whole {
+				return out, false
+			}
+			for _, f := range found {
+				out = append(out, f)
+				if r := kernelPath(f); r != "" && r != f {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out, true
+}
+
+// withValues returns decoded word w (a Word's Glob) with each "${NAME}"
+// in it replaced by each of values[NAME], every combination (the
+// values themselves read the same way, to a depth of 4); false when it
+// holds a part values does not know (left to unknownArg), more than
+// maxGlobReadings+1 readings cut the list short.
+func withValues(w string, values map[string][]string, depth int) ([]string, bool) {
+	i := strings.Index(w, "${")
+	if i < 0 {
+		return []string{w}, true
+	}
+	j := strings.IndexByte(w[i:], '}')
+	if j < 0 || depth > 4 {
+		return nil, false
+	}
+	vs, ok := values[w[i+2:i+j]]
+	if !ok {
+		return nil, false
+	}
+	rest, ok := withValues(w[i+j+1:], values, depth)
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	for _, v := range vs {
+		heads, ok := withValues(w[:i]+v, values, depth+1)
+		if !ok {
+			return nil, false
+		}
+		for _, h := range heads {
+			for _, r := range rest {
+				out = append(out, h+r)
+				if len(out) > maxGlobReadings {
+					return out, true
+				}
+			}
+		}
+	}
+	return out, true
 }

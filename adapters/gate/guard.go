@@ -58,12 +58,19 @@ func guard(dd string) func(Call) (pattern, risk string) {
 	var globs []*dataDirGlobs
 	var places *dataDirPlaces
 	var home string
+	var xdg []string
 	if dd != "" {
 		dd = filepath.Clean(dd)
 		var err error
 		home, err = os.UserHomeDir()
 		if err != nil {
 			home = ""
+		}
+		if home != "" {
+			xdg = append(xdg, filepath.Join(home, ".local", "share"))
+		}
+		if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+			xdg = append(xdg, x)
 		}
 		places = newDataDirPlaces(dd, home)
 		// The data dir by its letters, and where its links lead (a data
@@ -107,6 +114,20 @@ func guard(dd string) func(Call) (pattern, risk string) {
 		}
 		for _, s := range otherStrings(c, raw) {
 			if namesPolicy(s, dds) || anyGlobs(func(g *dataDirGlobs) bool { return g.names(s, c.Dir) }) {
+				return true
+			}
+		}
+		if places == nil {
+			return false
+		}
+		// What the words match on disk now, each match through its
+		// links: `cat d?/creds.json` with a link dl to the data dir.
+		found, whole := shellPathsOnDisk(c.script(), c.Dir, home, xdg)
+		if !whole {
+			return true
+		}
+		for _, f := range found {
+			if places.holds(f, removes) {
 				return true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/logbook-dev/logbook/reducers/review"
@@ -126,4 +127,106 @@ func TestGuard_FileToolPathThroughLinkToDataDir(t *testing.T) {
 			t.Errorf("%s %v: %+v, want reviewed at critical risk %v", c.tool, c.in, m, c.reviewed)
 		}
 	}
+}
+
+// TestGuard_GlobsMatchedOnDisk: a shell word is read as bash would
+// expand it now in the working directory, each match through its links:
+// a glob (any form: "*", "?", "[…]", "[!…]", "**", in a brace list,
+// after a "~", in a redirection, in a loop's list or a variable's value)
+// or a variable the line gives a value that matches a link to the data
+// dir, or a folder under one, is reviewed at critical risk, from a
+// folder whose name holds blanks and non-ASCII letters too. A glob that
+// must list more than 20,000 entries, or a folder it cannot list, is
+// taken for the data dir. Globs
+// that match nothing of it are left to the rules.
+func TestGuard_GlobsMatchedOnDisk(t *testing.T) {
+	root, dd, proj := linkedDataDir(t, "my ws ü")
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dd, filepath.Join(home, "lbdata")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dd, filepath.Join(proj, "datalink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop", filepath.Join(proj, "loop")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	pols := []*Policy{builtinFor(dd), mustPolicy(t, `allow = ["Bash(cat:*)", "Bash(echo:*)", "Bash(ls:*)", "Bash(rm:*)"]`)}
+	for _, tc := range []struct {
+		cmd      string
+		reviewed bool
+	}{
+		{`cat data*/creds.json`, true},
+		{`cat datalin[k]/creds.json`, true},
+		{`cat ./d?talink/http-tokens.json`, true},
+		{`cat d?/creds.json`, true},
+		{`cat [!x]l/creds.json`, true},
+		{`cat DATA*/creds.json`, true},
+		{`cat */creds.json`, true},
+		{`cat */*`, true},
+		{`cat **/policy.toml`, true},
+		{`cat **/creds.json`, true},
+		{`cat d[a-z]/creds.json`, true},
+		{`cat "` + proj + `"/d?/creds.json`, true},
+		{`cat {d?,x}/creds.json`, true},
+		{`cat "$HOME"/lb*/creds.json`, true},
+		{`cat ~/lb*/creds.json`, true},
+		{`cat ~/lbdata/creds.json`, true},
+		{`echo x > d*/policy.toml`, true},
+		{`echo x > d?/newfile`, true},
+		{`cat < r?/creds.json`, true},
+		{`D=dl; cat $D/creds.json`, true},
+		{`D='d?'; cat $D/creds.json`, true},
+		{`for f in data*; do cat $f/creds.json; done`, true},
+		{`ls data*`, true},
+		// A folder the gate cannot list (a link that loops): taken for
+		// the data dir.
+		{`cat loop/*`, true},
+		{`cat src/*.go`, false},
+		{`cat s?c/a.go`, false},
+		{`ls *.md`, false},
+		{`D=src; cat $D/a.go`, false},
+		{`echo $?`, false},
+	} {
+		c := bash(tc.cmd)
+		c.Dir = proj
+		m := Decide(pols, c)
+		got := m.Pattern == GuardPattern && m.Action == ActionReview && m.Risk == review.RiskCritical
+		if got != tc.reviewed {
+			t.Errorf("%q: %+v, want reviewed at critical risk %v", tc.cmd, m, tc.reviewed)
+		}
+	}
+
+	// A glob past the bound on the entries listed names the data dir.
+	big := filepath.Join(root, "big")
+	if err := os.MkdirAll(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= maxTreeEntries; i++ {
+		f, err := os.Create(filepath.Join(big, "f"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	c := bash(`cat f1*`)
+	c.Dir = big
+	if m := Decide(pols, c); m.Pattern != GuardPattern || m.Risk != review.RiskCritical {
+		t.Errorf("a glob over %d entries: %+v, want a critical review", maxTreeEntries+1, m)
+	}
+}
+
+// mustPolicy parses policy text src, failing t when it does not parse.
+func mustPolicy(t *testing.T, src string) *Policy {
+	t.Helper()
+	p, err := ParsePolicy("p", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
