@@ -77,6 +77,10 @@ func attacks() []attack {
 		return err == nil && bytes.Contains(b, []byte(s))
 	}
 	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	gitConfig := func(t *testing.T, dir, key, value string) {
+		t.Helper()
+		mustRun(t, "git", "-C", dir, "config", key, value)
+	}
 	return []attack{
 		{name: "capabilities", control: controlRoot,
 			script: `grep -q '^CapEff:.*[1-9a-f]' /proc/self/status && echo ESCAPED`},
@@ -183,6 +187,97 @@ func attacks() []attack {
 			script: `mv vend vend-old 2>/dev/null || rm -rf vend 2>/dev/null; mkdir -p vend/.git 2>/dev/null;
 				printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > vend/.git/config 2>/dev/null; true`,
 			escaped: func(e *attackEnv) bool { return contains(filepath.Join(e.ws, "vend/.git/config"), "fsmonitor") }},
+		// Paths the repository's git configuration names in the work
+		// tree: host git runs what is there.
+		{name: "hooks directory core.hooksPath names", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				gitInit(t, e.ws)
+				gitConfig(t, e.ws, "core.hooksPath", ".githooks")
+				must(t, os.MkdirAll(filepath.Join(e.ws, ".githooks"), 0o755))
+			},
+			script: `printf '#!/bin/sh\ntouch /tmp/pwned\n' > .githooks/pre-commit 2>/dev/null; chmod +x .githooks/pre-commit 2>/dev/null;
+				mv .githooks .githooks-old 2>/dev/null; mkdir -p .githooks 2>/dev/null; echo pwned > .githooks/pre-commit 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.ws, ".githooks/pre-commit")) }},
+		{name: "missing hooks directory core.hooksPath names", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				gitInit(t, e.ws)
+				gitConfig(t, e.ws, "core.hooksPath", "tools/hooks")
+				gitInit(t, filepath.Join(e.ws, "sub"))
+				gitConfig(t, filepath.Join(e.ws, "sub"), "core.hooksPath", "hooks")
+			},
+			script: `mkdir -p tools/hooks sub/hooks 2>/dev/null; echo pwned > tools/hooks/pre-commit 2>/dev/null;
+				echo pwned > sub/hooks/pre-commit 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool {
+				return exists(filepath.Join(e.ws, "tools/hooks/pre-commit")) || exists(filepath.Join(e.ws, "sub/hooks/pre-commit"))
+			}},
+		{name: "husky's hooks and the scripts they run", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				gitInit(t, e.ws)
+				gitConfig(t, e.ws, "core.hooksPath", ".husky/_")
+				must(t, os.MkdirAll(filepath.Join(e.ws, ".husky/_"), 0o755))
+				must(t, os.WriteFile(filepath.Join(e.ws, ".husky/_/pre-commit"), []byte("#!/bin/sh\n. \"$(dirname \"$0\")/h\"\n"), 0o755))
+			},
+			script: `echo 'touch /tmp/pwned' > .husky/pre-commit 2>/dev/null; echo 'touch /tmp/pwned' >> .husky/_/pre-commit 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool {
+				return exists(filepath.Join(e.ws, ".husky/pre-commit")) || contains(filepath.Join(e.ws, ".husky/_/pre-commit"), "pwned")
+			}},
+		{name: "programs the git configuration runs from the work tree", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				gitInit(t, e.ws)
+				must(t, os.MkdirAll(filepath.Join(e.ws, "tools"), 0o755))
+				for _, f := range []string{"fsmon.sh", "clean.sh", "alias.sh", "ssh.sh"} {
+					must(t, os.WriteFile(filepath.Join(e.ws, "tools", f), []byte("#!/bin/sh\n"), 0o755))
+				}
+				gitConfig(t, e.ws, "core.fsmonitor", "./tools/fsmon.sh")
+				gitConfig(t, e.ws, "filter.x.clean", "sh tools/clean.sh %f")
+				gitConfig(t, e.ws, "alias.up", "!sh -c 'tools/alias.sh && true'")
+				gitConfig(t, e.ws, "core.sshCommand", e.ws+"/tools/ssh.sh -v")
+				gitConfig(t, e.ws, "diff.x.textconv", "tools/missing.sh")
+			},
+			script: `for f in fsmon clean alias ssh missing; do echo 'touch /tmp/pwned' >> tools/$f.sh 2>/dev/null; done;
+				mv tools tools-old 2>/dev/null; mkdir -p tools; echo pwned > tools/fsmon.sh 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool {
+				for _, f := range []string{"fsmon.sh", "clean.sh", "alias.sh", "ssh.sh", "missing.sh"} {
+					if contains(filepath.Join(e.ws, "tools", f), "pwned") {
+						return true
+					}
+				}
+				return false
+			}},
+		{name: "a configuration file the repository's config includes", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				gitInit(t, e.ws)
+				must(t, os.WriteFile(filepath.Join(e.ws, "shared.gitconfig"), []byte("[user]\n\tname = x\n"), 0o644))
+				gitConfig(t, e.ws, "include.path", "../shared.gitconfig")
+				gitConfig(t, e.ws, "includeIf.onbranch:main.path", "../local.gitconfig")
+			},
+			script: `printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' >> shared.gitconfig 2>/dev/null;
+				printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > local.gitconfig 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool {
+				return contains(filepath.Join(e.ws, "shared.gitconfig"), "fsmonitor") || exists(filepath.Join(e.ws, "local.gitconfig"))
+			}},
+		{name: "hooks directory a worktree's common config names", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				proj := filepath.Join(e.out, "proj")
+				gitInit(t, proj)
+				mustRun(t, "git", "-C", proj, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "x")
+				mustRun(t, "git", "-C", proj, "worktree", "add", "-q", "--detach", e.ws)
+				gitConfig(t, proj, "core.hooksPath", ".githooks")
+				must(t, os.MkdirAll(filepath.Join(e.ws, ".githooks"), 0o755))
+			},
+			script:  `echo 'touch /tmp/pwned' > .githooks/pre-commit 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.ws, ".githooks/pre-commit")) }},
+		{name: "hooks directory a nested repository's config names", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				gitInit(t, filepath.Join(e.ws, "a/lib"))
+				gitConfig(t, filepath.Join(e.ws, "a/lib"), "core.hooksPath", ".githooks")
+				must(t, os.MkdirAll(filepath.Join(e.ws, "a/lib/.githooks"), 0o755))
+			},
+			script: `echo 'touch /tmp/pwned' > a/lib/.githooks/pre-commit 2>/dev/null; mv a/lib/.githooks a/lib/x 2>/dev/null;
+				mv a a-old 2>/dev/null; true`,
+			escaped: func(e *attackEnv) bool {
+				return exists(filepath.Join(e.ws, "a/lib/.githooks/pre-commit")) || !exists(filepath.Join(e.ws, "a/lib/.githooks"))
+			}},
 		{name: "top-level .git created", control: controlEscapes,
 			script:  `mkdir -p .git 2>/dev/null; printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > .git/config 2>/dev/null; true`,
 			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.ws, ".git/config")) }},

@@ -74,7 +74,10 @@ type layout struct {
 	protected []string // existing paths, bound read-only onto themselves
 	links     linkPlan // what is bound read-only for its hard links
 	extra     []string // Spec.Protected, for scan
-	ancestors []string // directories above nested protected paths, bound onto themselves
+	// Missing top-level paths the git configuration names (see
+	// gitNamed), for claim to keep missing.
+	absentNamed []namedAbsent
+	ancestors   []string // directories above nested protected paths, bound onto themselves
 	// Set by claim, WorkspaceWrite only.
 	absentDirs  []string   // missing top-level names kept missing: empty read-only dirs
 	absentFiles []string   // missing top-level names kept missing: /dev/null bound
@@ -285,20 +288,65 @@ func etcSecrets(root string) (dirs, files []string) { return etcSecretsWatched(r
 // must be read-only. Its errors wrap ErrRefused.
 func (l *layout) scan(extra []string) error {
 	l.protected = protectedPaths(l.ws, extra)
-	found, links, err := scanWorkspace(l.ws, l.protected)
-	if err != nil {
-		return err
-	}
-	l.protected = append(l.protected, found...)
-	slices.Sort(l.protected)
-	l.protected = slices.Compact(l.protected)
-	// The top-level names are claim's to decide, under the workspace's
-	// lock: one may be another command's placeholder.
 	top := map[string]bool{}
 	for _, name := range ProtectedNames() {
 		top[filepath.Join(l.ws, name)] = true
 	}
+	// What the git configuration of the workspace's repositories names
+	// in it (gitNamed): the top-level repository's before the search,
+	// so that the search takes it as protected (its hard links
+	// included), the nested ones' it finds after; should those name
+	// more, the workspace is searched again with them.
+	var gn gitNames
+	users := userGitConfigs()
+	if gd, wt, ok := repoOf(filepath.Join(l.ws, ".git")); ok {
+		gn.gitNamed(l.ws, wt, gd, users)
+	}
+	covered := func(p string, by []string) bool {
+		return slices.ContainsFunc(by, func(q string) bool { return within(q, p) }) ||
+			slices.ContainsFunc(ProtectedNames(), func(name string) bool { return within(filepath.Join(l.ws, name), p) })
+	}
+	var found []string
+	var links linkPlan
+	for range 2 {
+		named := slices.DeleteFunc(slices.Clone(gn.exist), func(p string) bool { return covered(p, l.protected) })
+		var err error
+		found, links, err = scanWorkspace(l.ws, slices.Concat(l.protected, named))
+		if err != nil {
+			return err
+		}
+		before := len(gn.exist)
+		for _, p := range found {
+			if filepath.Base(p) != ".git" || p == filepath.Join(l.ws, ".git") {
+				continue
+			}
+			if gd, wt, ok := repoOf(p); ok {
+				gn.gitNamed(l.ws, wt, gd, users)
+			}
+		}
+		if !slices.ContainsFunc(gn.exist[before:], func(p string) bool {
+			return !covered(p, l.protected) && !covered(p, found) && !covered(p, named)
+		}) {
+			break
+		}
+	}
+	if gn.refuse != "" {
+		return fmt.Errorf("%w: workspace %s: %s: run it in read_only or full_access", ErrRefused, l.ws, gn.refuse)
+	}
+	l.protected = append(l.protected, found...)
+	l.protected = append(l.protected, slices.DeleteFunc(gn.exist, func(p string) bool { return covered(p, l.protected) })...)
+	slices.Sort(l.protected)
+	l.protected = slices.Compact(l.protected)
+	// The top-level names are claim's to decide, under the workspace's
+	// lock: one may be another command's placeholder.
 	l.protected = slices.DeleteFunc(l.protected, func(p string) bool { return top[p] })
+	l.absentNamed = nil
+	for p, dir := range gn.absent {
+		if !top[p] {
+			l.absentNamed = append(l.absentNamed, namedAbsent{p, dir})
+		}
+	}
+	slices.SortFunc(l.absentNamed, func(a, b namedAbsent) int { return cmp.Compare(a.path, b.path) })
 	l.links = links
 	// A protected or hidden path's parent could be renamed away and a
 	// new one, with a writable path of the same name, made in its place
@@ -337,6 +385,13 @@ func (l *layout) scan(extra []string) error {
 		return cmp.Or(cmp.Compare(strings.Count(a, "/"), strings.Count(b, "/")), cmp.Compare(a, b))
 	})
 	return nil
+}
+
+// namedAbsent is a missing top-level path that the git configuration
+// names (see gitNamed): a directory if dir.
+type namedAbsent struct {
+	path string
+	dir  bool
 }
 
 // maxAncestorMounts bounds the directories above nested protected paths

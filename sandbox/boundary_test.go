@@ -223,3 +223,31 @@ func TestBoundary_NestedWorkspaces(t *testing.T) {
 		}
 	}
 }
+
+// A repository a workspace_write command creates below the top level is
+// the command's to write, its configuration included (README: what is
+// not contained); from the next command on, what that configuration
+// names in the work tree is kept read-only, and a missing top-level
+// path the configuration names is kept missing, leaving nothing behind.
+func TestBoundary_GitNamedFromTheNextCommand(t *testing.T) {
+	t.Parallel()
+	s := newSpec(t, WorkspaceWrite, false, "sh", "-c", `git init -q sub && git -C sub config core.hooksPath .githooks &&
+		mkdir sub/.githooks`)
+	mustRun(t, "git", "init", "-q", s.Workspace)
+	mustRun(t, "git", "-C", s.Workspace, "config", "core.hooksPath", "hooks")
+	if res, r := run(t, s); res.ExitCode != 0 {
+		t.Fatalf("first command: exit %d, stderr %q", res.ExitCode, r.text(Stderr))
+	}
+	if b, err := os.ReadFile(filepath.Join(s.Workspace, "sub/.git/config")); err != nil || !strings.Contains(string(b), "hooksPath") {
+		t.Fatalf("the first command could not configure the repository it made: %v %q", err, b)
+	}
+	s2 := s
+	s2.Argv = []string{"sh", "-c", `echo x > sub/.githooks/pre-commit && echo wrote nested; mkdir hooks && echo made top; true`}
+	res, r := run(t, s2)
+	if res.ExitCode != 0 || strings.Contains(r.text(Stdout), "wrote") || strings.Contains(r.text(Stdout), "made") {
+		t.Errorf("second command: exit %d, stdout %q, stderr %q", res.ExitCode, r.text(Stdout), r.text(Stderr))
+	}
+	if _, err := os.Lstat(filepath.Join(s.Workspace, "hooks")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("hooks after the second command: %v, want it missing", err)
+	}
+}

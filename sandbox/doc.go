@@ -67,6 +67,20 @@
 // the workspace): it and the directories above it stay where the hidden
 // list names them. More than 256 such directories refuse the workspace.
 //
+// What git on the host would run from the work tree is protected too:
+// for the workspace's repository and each nested one found at the
+// start (their config and config.worktree, a worktree's common config,
+// the files [include] and [includeIf] name, whatever their condition,
+// and the worker's own global and system configuration), the directory
+// core.hooksPath and init.templateDir name (with husky's .husky/_ its
+// parent), each included file in the workspace, and each word with a
+// slash in the value of a key that runs a program (gitCommandKeys:
+// core.fsmonitor, core.sshCommand, filters, diff and merge drivers, !
+// aliases, …), relative paths taken from the repository's top level. A
+// named path that is missing is kept missing: a placeholder at the top
+// level, else its deepest existing directory read-only. One reached
+// through a symbolic link refuses the workspace.
+//
 // bubblewrap resolves each path when it mounts it, so a start locks, with
 // flock(2), for every worker process on the host: a WorkspaceWrite command
 // holds its workspace exclusively from before it is searched until its
@@ -148,8 +162,12 @@
 //   - Unix sockets in what it shows accept connections; a read-only mount
 //     does not stop connect(2);
 //   - a repository created during the command below the top level (a new
-//     sub/.git) is writable; only names that exist at the start, and
-//     missing top-level ones, are protected. That includes a submodule
+//     sub/.git) is writable, its configuration included (and with it
+//     what git on the host runs there); only names that exist at the
+//     start, and missing top-level ones, are protected, and what a
+//     repository's configuration names from the next command on. Paths
+//     in a configuration value that only the shell expands ($HOME/x),
+//     and what a hook itself runs from the work tree, are not protected. That includes a submodule
 //     whose checkout is missing: a .git made at its path is one git on
 //     the host then enters (git status recurses into it); likewise a hard
 //     link made into the workspace from outside while the command runs;

@@ -108,6 +108,11 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 			return fail(err)
 		}
 	}
+	for _, a := range l.absentNamed {
+		if err := l.claimName(a.path, a.dir); err != nil {
+			return fail(err)
+		}
+	}
 	// The inodes of the placeholders made reach the record later (see
 	// recordInodes): before they do, a sweep knows each by its Since.
 	slices.Sort(l.protected)
