@@ -120,3 +120,79 @@ func ExitStatus(st command.State) (code int, err error) {
 	}
 	return 0, fmt.Errorf("command %s: status %s", st.ID, st.Status)
 }
+
+// magicRoots are the trees whose symbolic links name the process that
+// resolves them (/proc/self/cwd, /proc/<pid>/root, /dev/fd/N, which is
+// /proc/self/fd/N): a path through one means one directory to the
+// client that checks it and another to the worker that runs in it.
+var magicRoots = []string{"/proc", "/dev/fd"}
+
+// CheckMagicLinks returns an error when path p (absolute) is, or reaches
+// through a symbolic link, a path in /proc or /dev/fd (/proc/self/cwd,
+// /proc/<pid>/root/…, /dev/fd/N, /dev/stdin): those name whatever the
+// resolving process has there, so the directory `logbook exec` checked
+// and the one a worker would run in differ. Its errors name p and the
+// link that leads there; nil for a path that does not exist (that is
+// CheckWorkspace's to report).
+func CheckMagicLinks(p string) error {
+	if !filepath.IsAbs(p) {
+		return nil
+	}
+	magic := func(q string) bool {
+		for _, r := range magicRoots {
+			if q == r || strings.HasPrefix(q, r+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	refuse := func(via string) error {
+		if via == "" {
+			return fmt.Errorf("%s lies in /proc or /dev/fd, whose paths name the process that resolves them, not one directory: give the directory's own path", p)
+		}
+		return fmt.Errorf("%s leads through %s into /proc or /dev/fd, whose paths name the process that resolves them, not one directory: give the directory's own path", p, via)
+	}
+	if magic(filepath.Clean(p)) {
+		return refuse("")
+	}
+	// Resolve p one part at a time, as the kernel would, looking at
+	// where each symbolic link leads.
+	rest := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+	cur, via := "/", ""
+	for hops := 0; len(rest) > 0; {
+		part := rest[0]
+		rest = rest[1:]
+		if part == "" || part == "." {
+			continue
+		}
+		next := filepath.Join(cur, part)
+		if magic(next) {
+			return refuse(via)
+		}
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return nil
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > 40 {
+			return nil // ELOOP: resolving it fails anyway
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return nil
+		}
+		via = next
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		t := filepath.Clean(filepath.Join(cur, target))
+		if magic(t) {
+			return refuse(next)
+		}
+		rest = append(strings.Split(strings.TrimPrefix(target, "/"), "/"), rest...)
+	}
+	return nil
+}

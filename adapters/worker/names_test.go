@@ -114,3 +114,38 @@ func TestWorker_RefusesSecretNamesAppendedDirectly(t *testing.T) {
 		t.Error("a refused command ran")
 	}
 }
+
+// TestWorker_RefusesMagicLinkWorkspace: a request whose workspace or cwd
+// is, or leads through a symbolic link into, /proc or /dev/fd (this
+// worker's own directory there, not the one the requester checked) is
+// refused by the worker, naming the path, and nothing runs.
+func TestWorker_RefusesMagicLinkWorkspace(t *testing.T) {
+	needBwrap(t)
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	link := filepath.Join(e.ws, "here")
+	if err := os.Symlink("/proc/self/cwd", link); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		mod  func(*command.Request)
+		want string
+	}{
+		{func(r *command.Request) { r.Workspace = "/proc/self/cwd" }, "workspace /proc/self/cwd lies in /proc or /dev/fd"},
+		{func(r *command.Request) { r.Workspace = "/dev/fd/../../proc/self/cwd" }, "lies in /proc or /dev/fd"},
+		{func(r *command.Request) { r.Workspace = link }, "workspace " + link + " leads through " + link + " into /proc"},
+		{func(r *command.Request) { r.Cwd = "here" }, "cwd " + link + " leads through " + link + " into /proc"},
+	} {
+		req := e.request(events.ModeFullAccess, "touch", filepath.Join(e.ws, "ran"))
+		req.RequestedBy = "person:test@host"
+		tc.mod(&req)
+		id := e.submit(req)
+		st, _ := e.follow(id, 20*time.Second)
+		if st.Status != command.StatusRefused || !strings.Contains(st.EndReason, tc.want) {
+			t.Errorf("case %d: status %s reason %q; want refused saying %q", i, st.Status, st.EndReason, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
+		t.Error("a refused command ran")
+	}
+}

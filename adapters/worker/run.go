@@ -240,6 +240,20 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	if err := namesSecret(id, st.Session, st.Workspace, st.Cwd, red); err != nil {
 		return verdictDone, w.refuse(ctx, id, "refused: "+err.Error()+"; a command whose request names a secret is not run", "secrets")
 	}
+	// A workspace or cwd through /proc or /dev/fd is this worker's own
+	// directory there, not the one the requester checked (a request
+	// appended by a client other than logbook exec).
+	if err := CheckMagicLinks(st.Workspace); err != nil {
+		return verdictDone, w.refuse(ctx, id, "refused: workspace "+err.Error(), "admit")
+	}
+	if cwd := st.Cwd; cwd != "" {
+		if !filepath.IsAbs(cwd) {
+			cwd = filepath.Join(st.Workspace, cwd)
+		}
+		if err := CheckMagicLinks(cwd); err != nil {
+			return verdictDone, w.refuse(ctx, id, "refused: cwd "+err.Error(), "admit")
+		}
+	}
 	requested := filepath.Clean(st.Workspace) // as the control feed tracks it
 	// One resolution of the workspace serves admission and the sandbox,
 	// which refuses to run on another (sandbox.Process.Workspace).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/execsock"
@@ -169,11 +170,37 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		if err != nil {
 			return fmt.Errorf("exec: workspace: %w", err)
 		}
+		if worker.CheckMagicLinks(wd) != nil {
+			// $PWD names the directory through /proc: the kernel's
+			// name for it is the one a worker finds too.
+			if wd, err = unix.Getwd(); err != nil {
+				return fmt.Errorf("exec: workspace: %w", err)
+			}
+		}
 		ws = wd
 	}
 	ws, err = filepath.Abs(ws)
 	if err != nil {
 		return fmt.Errorf("exec: workspace: %w", err)
+	}
+	// A path through /proc or /dev/fd names this process's directory
+	// here and the worker's there: refused before anything is on the
+	// log, as the workers refuse it.
+	if err := worker.CheckMagicLinks(ws); err != nil {
+		what := "--workspace"
+		if f.workspace == "" {
+			what = "the current directory (the default --workspace)"
+		}
+		return usageErrorf("exec: %s: %w", what, err)
+	}
+	if f.cwd != "" {
+		cwd := f.cwd
+		if !filepath.IsAbs(cwd) {
+			cwd = filepath.Join(ws, cwd)
+		}
+		if err := worker.CheckMagicLinks(cwd); err != nil {
+			return usageErrorf("exec: --cwd: %w", err)
+		}
 	}
 	if f.workspace == "" { // the current directory is stored too
 		if err := refuseSecrets(g, "exec", typedField{"the current directory (the default --workspace)", "folder", []string{ws}}); err != nil {

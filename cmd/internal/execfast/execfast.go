@@ -71,6 +71,11 @@ func Main(args []string, stdout, stderr io.Writer, logbook string) int {
 		return handOver(args, stderr, logbook)
 	}
 	cwd, err := os.Getwd()
+	if c := filepath.Clean(cwd); err == nil && (strings.HasPrefix(c+"/", "/proc/") || strings.HasPrefix(c+"/", "/dev/fd/")) {
+		// $PWD names the directory through /proc, which serve would
+		// resolve as its own: the kernel's name for it instead.
+		cwd, err = syscall.Getwd()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "logbook-exec: working directory: %v\n", err)
 		return 1
