@@ -278,6 +278,19 @@ func attacks() []attack {
 			escaped: func(e *attackEnv) bool {
 				return exists(filepath.Join(e.ws, "a/lib/.githooks/pre-commit")) || !exists(filepath.Join(e.ws, "a/lib/.githooks"))
 			}},
+		{name: "read outside through a forged .git file", control: controlEscapes,
+			setup: func(t *testing.T, e *attackEnv) {
+				// A git directory's shape, but not the worktree's.
+				d := filepath.Join(e.out, "wt")
+				must(t, os.MkdirAll(filepath.Join(d, "worktrees/x"), 0o755))
+				for _, f := range []string{"HEAD", "creds", "worktrees/x/commondir", "worktrees/x/gitdir"} {
+					must(t, os.WriteFile(filepath.Join(d, f), []byte("../..\n"), 0o644))
+				}
+				must(t, os.MkdirAll(filepath.Join(d, "objects"), 0o755))
+				must(t, os.MkdirAll(filepath.Join(d, "refs"), 0o755))
+				must(t, os.WriteFile(filepath.Join(e.ws, ".git"), []byte("gitdir: "+filepath.Join(d, "worktrees/x")+"\n"), 0o644))
+			},
+			script: `cat "$OUT/wt/creds" 2>/dev/null | grep -q . && echo ESCAPED; true`},
 		{name: "top-level .git created", control: controlEscapes,
 			script:  `mkdir -p .git 2>/dev/null; printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > .git/config 2>/dev/null; true`,
 			escaped: func(e *attackEnv) bool { return exists(filepath.Join(e.ws, ".git/config")) }},

@@ -135,6 +135,14 @@ func planLayout(m Mode, ws, dir, home string, allow []Allow, hide []string, etc 
 		}
 		views = append(views, view{real, k})
 	}
+	// A linked worktree's git directory lies in its project's, outside
+	// the workspace: read-only, so git works in it and nothing there
+	// changes (its configuration names what host git runs).
+	for _, d := range worktreeGitDirs(ws, r) {
+		if !slices.ContainsFunc(views, func(v view) bool { return v.path == d }) {
+			views = append(views, view{d, viewRO})
+		}
+	}
 	if h := homeView(home, ws, views, l.system); h != "" {
 		views = append(views, view{h, viewEmpty})
 	}

@@ -251,3 +251,40 @@ func TestBoundary_GitNamedFromTheNextCommand(t *testing.T) {
 		t.Errorf("hooks after the second command: %v, want it missing", err)
 	}
 }
+
+// A workspace that is a linked worktree (Logbook's workspaces are) sees
+// its git directory and its project's common one read-only, in both
+// restricted modes: git reads the repository, and writes nothing there.
+func TestBoundary_WorktreeGitDirReadOnly(t *testing.T) {
+	t.Parallel()
+	for _, m := range []Mode{ReadOnly, WorkspaceWrite} {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			s := newSpec(t, m, false, "sh", "-c", `set -e
+				git status --short
+				git log --oneline
+				for d in "$(git rev-parse --git-dir)" "$(git rev-parse --git-common-dir)"; do
+					touch "$d/written" 2>/dev/null && echo "wrote $d"
+				done
+				git -c user.name=x -c user.email=x@x commit -q --allow-empty -m y 2>/dev/null && echo committed
+				cat "$(git rev-parse --git-common-dir)/hidden/creds" 2>/dev/null && echo leaked
+				true`)
+			proj := filepath.Join(t.TempDir(), "proj")
+			mustRun(t, "git", "init", "-q", proj)
+			mustRun(t, "git", "-C", proj, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "first")
+			mustRun(t, "git", "-C", proj, "worktree", "add", "-q", "-b", "wt", s.Workspace)
+			must(t, os.WriteFile(filepath.Join(s.Workspace, "new.txt"), nil, 0o644))
+			// A hidden path in the project's git directory stays covered.
+			must(t, os.Mkdir(filepath.Join(proj, ".git/hidden"), 0o755))
+			must(t, os.WriteFile(filepath.Join(proj, ".git/hidden/creds"), []byte("secret\n"), 0o644))
+			s.Hidden = []string{filepath.Join(proj, ".git/hidden")}
+			s.Env = append(s.Env, "HOME="+s.Workspace, "GIT_CONFIG_NOSYSTEM=1")
+			res, r := run(t, s)
+			out := r.text(Stdout)
+			if res.ExitCode != 0 || !strings.Contains(out, "?? new.txt") || !strings.Contains(out, "first") ||
+				strings.Contains(out, "wrote") || strings.Contains(out, "committed") || strings.Contains(out, "leaked") {
+				t.Errorf("exit %d, stdout %q, stderr %q", res.ExitCode, out, r.text(Stderr))
+			}
+		})
+	}
+}

@@ -98,8 +98,13 @@
 // ReadOnly command lets its locks go once its command runs (its mounts
 // are made by then), so a long reader holds up no writer.
 //
-// Git commands that only read (status, diff, log) work; commands that
-// write a repository (add, commit, fetch) fail; run them in FullAccess.
+// A workspace that is a linked worktree (its .git a file naming
+// <common>/worktrees/<name> outside it, whose gitdir file names that
+// .git back, <common> holding HEAD, objects and refs) sees <common>
+// read-only in both restricted modes, hidden paths in it covered; a .git
+// file naming anything else shows nothing. Git commands that only read
+// (status, diff, log) work; commands that write a repository (add,
+// commit, fetch) fail; run them in FullAccess.
 //
 // A regular file of the workspace with more links than the names the
 // scan finds for it in the workspace outside protected paths (a link into

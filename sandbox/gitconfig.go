@@ -486,3 +486,47 @@ func repoOf(dotGit string) (gitDir, top string, ok bool) {
 	}
 	return "", "", false
 }
+
+// worktreeGitDirs returns, resolved, the common git directory of the
+// linked worktree that workspace ws (resolved) is, which holds the
+// worktree's own git directory (worktrees/<name>), when it lies outside
+// ws and checks out as git made it: ws/.git is a file naming
+// <common>/worktrees/<name>, whose gitdir file names ws/.git back, and
+// <common> holds HEAD, objects and refs. Nil otherwise: a .git file
+// cannot show a command any other directory of the host.
+func worktreeGitDirs(ws string, r *Resolver) []string {
+	dotGit := filepath.Join(ws, ".git")
+	gd, ok := gitFileTarget(dotGit)
+	if !ok {
+		return nil
+	}
+	gdr, err := r.EvalSymlinks(gd)
+	if err != nil || within(ws, gdr) || within(gdr, ws) {
+		return nil
+	}
+	common, ok := gitCommonDir(gdr)
+	if !ok {
+		return nil
+	}
+	cr, err := r.EvalSymlinks(common)
+	if err != nil || cr == "/" || within(ws, cr) || within(cr, ws) || filepath.Dir(gdr) != filepath.Join(cr, "worktrees") {
+		return nil
+	}
+	back, err := readSmall(filepath.Join(gdr, "gitdir"), 4096)
+	if err != nil {
+		return nil
+	}
+	bp := strings.TrimSpace(string(back))
+	if !filepath.IsAbs(bp) {
+		bp = filepath.Join(gdr, bp)
+	}
+	if br, err := filepath.EvalSymlinks(bp); err != nil || br != dotGit {
+		return nil
+	}
+	for _, name := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Stat(filepath.Join(cr, name)); err != nil {
+			return nil
+		}
+	}
+	return []string{cr}
+}

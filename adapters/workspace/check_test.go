@@ -145,6 +145,9 @@ func TestCheck_Verdicts(t *testing.T) {
 		{"not executable", "check = \"./check.sh\"\n", events.CheckError, "could not execute (exit status 126)", "", 126, false},
 		{"not found", "check = \"no-such-check-tool\"\n", events.CheckError, "found no such command (exit status 127)", "", 127, false},
 		{"hangs past its timeout", "check = \"echo begun; sh -c 'sleep " + sleepy(4) + "' & sleep " + sleepy(3) + "; wait\"\ncheck_timeout = \"1s\"\n", events.CheckFailed, "killed at its timeout (1s)", "begun", -1, true},
+		// The worktree's git directory, in the project's, is there
+		// read-only: git reads the repository inside the sandbox.
+		{"reads the repository with git", "check = \"git status --short && git log -1 --format=subject:%s\"\n", events.CheckPassed, "", "subject:first", 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c.setCheck(t, tc.toml)
