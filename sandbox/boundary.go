@@ -309,6 +309,10 @@ func (l *layout) scan(extra []string) error {
 	users := userGitConfigs()
 	if gd, wt, ok := repoOf(filepath.Join(l.ws, ".git")); ok {
 		gn.gitNamed(l.ws, wt, gd, users)
+	} else if gd, wt, ok := enclosingRepo(l.ws); ok {
+		// A workspace inside another repository's work tree: git run
+		// there on the host reads that repository's configuration.
+		gn.gitNamed(l.ws, wt, gd, users)
 	}
 	covered := func(p string, by []string) bool {
 		return slices.ContainsFunc(by, func(q string) bool { return within(q, p) }) ||

@@ -47,6 +47,19 @@ func TestBoundary_Unprotectable(t *testing.T) {
 			must(t, os.MkdirAll(filepath.Join(ws, "a/b"), 0o755))
 			must(t, os.Symlink("/nonexistent", filepath.Join(ws, "a/b/.claude")))
 		}, "symbolic link"},
+		// Hooks git would run from any top-level file.
+		{"HooksPathIsTheWorkspace", func(t *testing.T, ws string) {
+			mustRun(t, "git", "init", "-q", ws)
+			mustRun(t, "git", "-C", ws, "config", "core.hooksPath", ".")
+		}, "names the workspace itself"},
+		// A hooks directory reached through a link the command could
+		// replace.
+		{"HooksPathThroughSymlink", func(t *testing.T, ws string) {
+			mustRun(t, "git", "init", "-q", ws)
+			must(t, os.MkdirAll(filepath.Join(ws, "tools/hooks"), 0o755))
+			must(t, os.Symlink("tools", filepath.Join(ws, "t")))
+			mustRun(t, "git", "-C", ws, "config", "core.hooksPath", "t/hooks")
+		}, "passes through symbolic link"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,5 +299,22 @@ func TestBoundary_WorktreeGitDirReadOnly(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q", res.ExitCode, out, r.text(Stderr))
 			}
 		})
+	}
+}
+
+// A workspace inside another repository's work tree: what that
+// repository's configuration names in the workspace is kept read-only
+// too (git on the host, run in the repository, reads it).
+func TestBoundary_GitNamedByEnclosingRepo(t *testing.T) {
+	t.Parallel()
+	proj := t.TempDir()
+	mustRun(t, "git", "init", "-q", proj)
+	mustRun(t, "git", "-C", proj, "config", "core.hooksPath", "ws/hooks")
+	must(t, os.MkdirAll(filepath.Join(proj, "ws/hooks"), 0o755))
+	s := newSpec(t, WorkspaceWrite, false, "sh", "-c", `echo x > hooks/pre-commit && echo wrote; echo x > other && echo other`)
+	s.Workspace = filepath.Join(proj, "ws")
+	res, r := run(t, s)
+	if res.ExitCode != 0 || strings.Contains(r.text(Stdout), "wrote") || !strings.Contains(r.text(Stdout), "other") {
+		t.Errorf("exit %d, stdout %q, stderr %q", res.ExitCode, r.text(Stdout), r.text(Stderr))
 	}
 }

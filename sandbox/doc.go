@@ -79,7 +79,9 @@
 // aliases, …), relative paths taken from the repository's top level. A
 // named path that is missing is kept missing: a placeholder at the top
 // level, else its deepest existing directory read-only. One reached
-// through a symbolic link refuses the workspace.
+// through a symbolic link, and a hooks directory that is the workspace
+// itself, refuse the workspace. A workspace inside another repository's
+// work tree is held to that repository's configuration.
 //
 // bubblewrap resolves each path when it mounts it, so a start locks, with
 // flock(2), for every worker process on the host: a WorkspaceWrite command

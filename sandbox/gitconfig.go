@@ -365,6 +365,14 @@ func (n *gitNames) gitNamed(ws, top, gitDir string, userFiles []string) {
 			if !ok || !within(ws, p) {
 				continue
 			}
+			if p == ws {
+				// Its hooks would be any top-level file of a writable
+				// workspace.
+				if n.refuse == "" {
+					n.refuse = fmt.Sprintf("%s (in %s) names the workspace itself as a directory git runs hooks from", v.key, v.file)
+				}
+				continue
+			}
 			n.name(ws, p, true)
 			if filepath.Base(p) == "_" && filepath.Dir(p) != ws {
 				n.name(ws, filepath.Dir(p), true)
@@ -529,4 +537,18 @@ func worktreeGitDirs(ws string, r *Resolver) []string {
 		}
 	}
 	return []string{cr}
+}
+
+// enclosingRepo returns the git directory and the work tree of the
+// repository whose work tree holds workspace ws (resolved) from above,
+// as git finds it: the nearest directory above ws with a .git entry.
+func enclosingRepo(ws string) (gitDir, top string, ok bool) {
+	for d := filepath.Dir(ws); ; d = filepath.Dir(d) {
+		if gd, wt, ok := repoOf(filepath.Join(d, ".git")); ok {
+			return gd, wt, true
+		}
+		if d == "/" {
+			return "", "", false
+		}
+	}
 }
