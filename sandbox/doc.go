@@ -165,7 +165,8 @@
 //
 // What is not contained:
 //   - reading what the boundary shows: the workspace, the system
-//     directories (world-readable /etc), the allowlist;
+//     directories (world-readable /etc), the allowlist, a linked
+//     worktree's common git directory (with whatever its config holds);
 //   - Unix sockets in what it shows accept connections; a read-only mount
 //     does not stop connect(2);
 //   - a repository created during the command below the top level (a new
