@@ -33,7 +33,8 @@ hash and sessions: as of the end, or of a stream sequence (--seq) or a time
 (--at), for the whole log or one session (--session). --at folds the
 longest prefix (in stream order) whose events are all dated at or before
 it: an event dated later ends it, though events after it may be dated
-earlier (a clock set back), so the state is the one --seq of the last
+earlier (an older history imported after it, a clock set back), so the
+state is the one --seq of the last
 event folded gives; replay names the event that ended the prefix and
 counts the later ones dated at or before the time, left out.
 
@@ -132,7 +133,10 @@ decided (exit 1 when any do).
 				at := p.Time.UTC().Format(events.TimeFormat)
 				fmt.Fprintf(g.stdout, "the prefix ends before seq %d, the first event dated after %s", c.Seq, at)
 				if c.Left > 0 {
-					fmt.Fprintf(g.stdout, "; %s after it dated at or before %s (the last at seq %d) left out: a clock set back", term.Plural(c.Left, "event", "events"), at, c.Last)
+					fmt.Fprintf(g.stdout, "; %s after it dated at or before %s (the last at seq %d) left out: the log holds them after a later-dated event (an older history imported after it, or a clock set back)", term.Plural(c.Left, "event", "events"), at, c.Last)
+					if sess == "" {
+						fmt.Fprint(g.stdout, "; --session ID --at folds one session's own events, --seq N the log up to any event")
+					}
 				}
 				fmt.Fprintln(g.stdout)
 			}
