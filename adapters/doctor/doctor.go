@@ -365,7 +365,8 @@ func Journal(dd datadir.Dir, path string) (Check, bool) {
 
 // SandboxView says what restricted commands see besides their
 // workspace: the system directories and the allowlist, the running
-// serve's (serve.json) when it runs workers, else env.SandboxAllow. A
+// serve's (serve.json, when its process lives) when it runs workers, else
+// env.SandboxAllow. A
 // writable entry is a warning: every workspace_write command can change
 // what is there for the host.
 func SandboxView(env Env) Check {
@@ -375,7 +376,9 @@ func SandboxView(env Env) Check {
 		return Check{Name: c.Name, Status: Warn, Detail: env.SandboxAllowErr.Error()}
 	}
 	list := env.SandboxAllow
-	if si, ok := env.DataDir.ReadServeInfo(); ok && si.Workers > 0 {
+	if si, ok := env.DataDir.ReadServeInfo(); ok && si.Workers > 0 && ProcessAlive(si.PID) {
+		// A serve.json left by a serve that is gone describes no
+		// workers: the default (or env's) is what the next one runs.
 		list, from = si.SandboxAllow, fmt.Sprintf("as serve (pid %d) runs them", si.PID)
 	}
 	var sys, entries, rw []string
