@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -214,4 +215,39 @@ func TestWorker_KilledWorkersTreeDies(t *testing.T) {
 	} else if _, err := os.Stat(st.Cgroup); err == nil {
 		t.Errorf("the dead worker's cgroup %s is still there", st.Cgroup)
 	}
+}
+
+// TestWorker_StoppingRecordsWhyItsCommandsStop: a worker told to stop
+// (its process shutting down) while a command runs appends, before it
+// stops the command, a stop request of its own (by "worker <id>",
+// reason worker_stopping), so the exit that follows, stopped, names who
+// stopped it and why; the command's tree dies.
+func TestWorker_StoppingRecordsWhyItsCommandsStop(t *testing.T) {
+	e := newEnv(t, false)
+	w, stop := e.startWorker(e.workerConfig())
+	token := uniqueSleep(t)
+	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `echo up; sleep "$0"`, token))
+	e.waitFor("the command", func() bool { st, _ := e.client.Command(t.Context(), id); return st.Pid > 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("worker Run: %v", err)
+	}
+	st, err := e.client.Command(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != command.StatusExited || !st.Stopped || st.StopReason != command.StopReasonWorkerStopping || st.StopBy != "worker "+w.Identity().ID {
+		t.Fatalf("status %s stopped %v stop %q by %q; want exited, stopped by worker %s as it stopped", st.Status, st.Stopped, st.StopReason, st.StopBy, w.Identity().ID)
+	}
+	recs, _, err := e.log.Load(t.Context(), events.Aggregate{Kind: events.KindCommand, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, r := range recs {
+		order = append(order, r.Type)
+	}
+	if i, j := slices.Index(order, "command.stop_requested"), slices.Index(order, "command.exited"); i < 0 || j < i {
+		t.Errorf("events %v: want the stop request before the exit", order)
+	}
+	e.waitFor("the tree to die", func() bool { return len(sandboxtest.ProcessesWith("sleep "+token)) == 0 })
 }

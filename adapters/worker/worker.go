@@ -399,7 +399,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	stopLoops()
 	loops.Wait()
-	// Stop what still runs; each job's supervisor reports its exit.
+	// Stop what still runs; each job's supervisor reports its exit. The
+	// log first says who stops each and why (stopRunning).
+	w.stopRunning(ctx)
 	w.mu.Lock()
 	for _, j := range w.running {
 		j.stop()
@@ -415,6 +417,49 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn("remove heartbeat", "err", err)
 	}
 	return runErr
+}
+
+// stopRunning appends, for each command this worker runs (its
+// command.started stored), the stop this worker asks of it as it stops
+// itself (command.StopReasonWorkerStopping, by "worker <id>"), all at
+// once and each bounded by DefaultAppendTimeout, so that the exit that
+// follows (stopped) names who stopped it. A command that has a stop
+// already, or has ended, gets none; an append that fails is logged and
+// the command is stopped all the same.
+func (w *Worker) stopRunning(ctx context.Context) {
+	w.mu.Lock()
+	var ids []string
+	for id, j := range w.running {
+		if j.live.Load() {
+			ids = append(ids, id)
+		}
+	}
+	w.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAppendTimeout)
+	defer cancel()
+	by := "worker " + w.id.ID
+	cause := events.Cause{Kind: "worker", Event: "worker stopping", Detail: w.id.ID}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			agg := events.Aggregate{Kind: events.KindCommand, ID: id}
+			_, _, err := w.cmds.Execute(sctx, agg, func(s command.State) (events.Decision, error) {
+				if s.Ended() || s.StopRequested {
+					return nil, nil
+				}
+				c := cause
+				c.Ref = id
+				return command.Decide(s, command.Stop{By: by, Reason: command.StopReasonWorkerStopping, At: w.now(), Cause: c})
+			})
+			if err != nil {
+				w.log.Warn("stop request as the worker stops", "command", id, "err", err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // waitJobs waits until no command runs or starts.

@@ -460,6 +460,11 @@ func (d *decider) emit(p events.Payload) {
 // of its commands.
 const StopReasonSessionEnded = "session_ended"
 
+// StopReasonWorkerStopping is the reason of the stop a worker asks of
+// the commands it runs when it stops itself (its process shutting down:
+// serve or `logbook worker` told to stop).
+const StopReasonWorkerStopping = "worker_stopping"
+
 // StopForSessionEnd returns the Stop that end (a session.ended envelope)
 // asks of command s, and whether one is due: s belongs to end's session,
 // has not ended and has no stop yet. The stop is by "session <id>" with
