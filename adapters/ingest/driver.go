@@ -296,9 +296,11 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 					}
 					if err != nil {
 						sum.stopped += len(rs)
-						for _, r := range rs {
-							if r.Appended+r.Skipped > 0 {
-								sum.inPart++
+						if _, diverged := errors.AsType[*DivergedError](err); !diverged {
+							for _, r := range rs {
+								if r.Appended+r.Skipped > 0 {
+									sum.inPart++
+								}
 							}
 						}
 					}

@@ -485,7 +485,13 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, agg events.Aggr
 		return FileResult{Path: path, Session: e.Session, Skipped: e.Fingerprint.Line, Lines: e.Fingerprint.Line}, nil
 	}
 	res, fp, err := in.importFileAt(ctx, path, agg, src, progress)
-	if err != nil || res.Torn || len(res.Warnings) > 0 || res.Lines != fp.Line {
+	if _, diverged := errors.AsType[*DivergedError](err); diverged {
+		// Changed under Logbook: its entry (the file as imported, and
+		// the session it went to) stays, so that every later import
+		// finds the same cut, one emptied since included, rather than
+		// a file new to the log. The file no longer matches it, so it
+		// is never skipped.
+	} else if err != nil || res.Torn || len(res.Warnings) > 0 || res.Lines != fp.Line {
 		in.index.forget(path)
 	} else {
 		in.index.record(path, agg, res.Session, fp)
