@@ -88,6 +88,20 @@ func (g *Gate) redactCut(s string, max int) string {
 	return cut(g.redact(s), max)
 }
 
+// staleAt reports whether one of stale (Policies.For's) is the error of
+// the policy file at path.
+func staleAt(stale []error, path string) bool {
+	for _, e := range stale {
+		if pe, ok := errors.AsType[*ProjectPolicyError](e); ok && pe.Path == path {
+			return true
+		}
+		if pe, ok := errors.AsType[*PolicyError](e); ok && pe.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
 // notePolicies reports through Logf, once per fault, each policy file
 // for a call in project dir (and the data dir's) that does not parse now:
 // one that parsed before (stale: the policy read before stays in force)
@@ -476,10 +490,21 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		call.Dir = st.Cwd
 	}
 	pols, perrs := []*Policy{builtin()}, []error(nil)
+	var stale []error
 	if g.Policies != nil {
-		var stale []error
 		pols, perrs, stale = g.Policies.For(call.Dir, req.peer)
 		g.notePolicies(call.Dir, perrs, stale)
+	}
+	// source names where a rule came from; a file that no longer
+	// parses is in force as last read, and the verdict says so.
+	source := func(path string) string {
+		if path == "" {
+			return "the built-in rules"
+		}
+		if staleAt(stale, path) {
+			return path + " as last read (the file no longer parses: the version read before it is in force)"
+		}
+		return path
 	}
 	var m Match
 	unusable := ""
@@ -526,7 +551,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		answer = rule(events.VerdictDeny, "policy", errors.Join(perrs...).Error())
 		answer.Outcome = events.ReviewUnavailable
 	case m.Action == ActionDeny:
-		why := "denied by policy rule " + m.Pattern + " in " + or(m.Path, "the built-in rules")
+		why := "denied by policy rule " + m.Pattern + " in " + source(m.Path)
 		if m.Through != "" {
 			why += ": " + m.Through
 		}
@@ -543,7 +568,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		return p, nil
 	case m.Action == ActionAllow && req.Grant == "":
 		if rk, _ := review.RiskRank(or(m.Risk, review.RiskLow)); rk < 2 {
-			answer = rule(events.VerdictAllow, m.Pattern, "allowed by policy rule "+m.Pattern+" in "+or(m.Path, "the built-in rules"))
+			answer = rule(events.VerdictAllow, m.Pattern, "allowed by policy rule "+m.Pattern+" in "+source(m.Path))
 		}
 		// high or critical: a rule alone cannot allow it; review.
 	case m.Action == ActionReview, req.Grant != "", req.Event == EventStdin && st.Mode == events.ModeAuto:

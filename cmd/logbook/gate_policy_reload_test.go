@@ -42,6 +42,8 @@ func TestGate_PolicyReload(t *testing.T) {
 	}
 	if out := r.bash("p1", "git status"); !strings.Contains(out, `"permissionDecision":"allow"`) || !strings.Contains(out, "Bash(git status)") {
 		t.Errorf("git status under a broken edit: %s, want the allow of the policy read before", out)
+	} else if !strings.Contains(out, "policy.toml as last read (the file no longer parses: the version read before it is in force)") {
+		t.Errorf("git status under a broken edit: %s, want the rule named as of the file as last read", out)
 	}
 	// A fault is a warning in serve's log, its fix news.
 	levelOf := func(what string) string {
