@@ -242,12 +242,14 @@ func (c *Change) WriteDiff(w io.Writer) {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
 			ops = append(ops, line{' ', x[i]})
 			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, line{'+', y[j]})
-			j++
-		default:
+		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
+			// A removed line before the added ones, as diff(1) prints
+			// a change.
 			ops = append(ops, line{'-', x[i]})
 			i++
+		default:
+			ops = append(ops, line{'+', y[j]})
+			j++
 		}
 	}
 	const ctx = 2

@@ -29,6 +29,21 @@ func TestChange_InstallThenUninstall(t *testing.T) {
 	if backup, err := c.Write(); err != nil || backup != "" {
 		t.Fatalf("Write = %q, %v; want no backup", backup, err)
 	}
+	// Into a file that holds "{}": the line removed comes before the
+	// lines that replace it, as diff(1) prints a change.
+	other := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(other, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Plan(other, Wires{Recorder: "logbook-hook claude"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff.Reset()
+	c2.WriteDiff(&diff)
+	if !strings.HasPrefix(diff.String(), "--- "+other+"\n+++ "+other+"\n-{}\n+{") {
+		t.Errorf("diff of {} to the hooks:\n%s", diff.String())
+	}
 	c, err = Plan(path, Wires{Recorder: "logbook-hook claude"}, "")
 	if err != nil || !c.Unchanged() {
 		t.Fatalf("install again: %v, Unchanged %v; want unchanged", err, c != nil && c.Unchanged())
