@@ -13,6 +13,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/workspace"
 )
@@ -174,6 +175,13 @@ reason (exit status 1).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cf.project == "" || cf.name == "" {
 				return usageErrorf("workspace create: --project and --name are required")
+			}
+			if cf.id != "" {
+				// A malformed id is the caller's mistake, as exec's --id:
+				// a usage error before anything is asked of the server.
+				if err := events.ValidID(cf.id); err != nil {
+					return usageErrorf("workspace create: --id: %v", err)
+				}
 			}
 			if err := refuseSecrets(g, "workspace create", typedField{"--name", "name", []string{cf.name, project.Slug(cf.name)}},
 				typedField{"--id", "id", []string{cf.id}}, typedField{"--session", "session id", []string{cf.session}},
@@ -356,6 +364,11 @@ tasks along).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if df.ws == "" || df.parent == "" {
 				return usageErrorf("task delegate: --workspace and --session are required")
+			}
+			if df.id != "" {
+				if err := events.ValidID(df.id); err != nil {
+					return usageErrorf("task delegate: --id: %v", err)
+				}
 			}
 			if err := refuseSecrets(g, "task delegate", typedField{"--id", "id", []string{df.id}},
 				typedField{"--session", "session id", []string{df.parent}}, typedField{"--title", "title", []string{df.title}}); err != nil {
