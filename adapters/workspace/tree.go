@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -41,9 +42,18 @@ type Tree struct {
 	// its way in (an end-of-line conversion, a clean filter) counts as
 	// changed: clean is never claimed by accident.
 	Clean bool
+	// Changed names the paths that make the tree not Clean (added or
+	// changed, then in HEAD and gone from disk), up to MaxChanged of
+	// them, each quoted as a Go string (a newline in a name cannot start
+	// a line of its own), and how many more: `"a.txt", "b/c.go" and 3
+	// more`; "" when it is clean.
+	Changed string
 	// Files is how many lines the digest covers.
 	Files int
 }
+
+// MaxChanged is the most paths Tree.Changed names.
+const MaxChanged = 5
 
 // Fingerprint returns "<Commit>:<Digest>": the tree a check run judged,
 // as events.CheckStarted.Fingerprint.
@@ -127,7 +137,7 @@ func TreeOf(ctx context.Context, dir string) (Tree, error) {
 	defer unix.Close(root)
 	sum := sha256.New()
 	clean := true
-	seen := 0
+	var changed []string // the paths that make it not clean
 	for _, p := range paths {
 		p = strings.TrimSuffix(p, "/") // an untracked nested repository
 		e, ok, err := entryOf(ctx, dir, root, p, format)
@@ -141,11 +151,14 @@ func TreeOf(ctx context.Context, dir string) (Tree, error) {
 		t.Files++
 		if h, ok := head[p]; !ok || h != e {
 			clean = false
-		} else {
-			seen++
+			changed = append(changed, p)
 		}
+		delete(head, p)
 	}
-	t.Clean = clean && seen == len(head)
+	// What HEAD holds and the disk does not: deleted.
+	gone := slices.Sorted(maps.Keys(head))
+	t.Changed = changedText(append(changed, gone...))
+	t.Clean = clean && len(gone) == 0
 	t.Digest = "sha256:" + hex.EncodeToString(sum.Sum(nil))
 	return t, nil
 }
@@ -224,4 +237,22 @@ func blobID(format string, r io.Reader, n int64) string {
 	h.Write([]byte("blob " + strconv.FormatInt(n, 10) + "\x00"))
 	_, _ = io.Copy(h, r)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// changedText is Tree.Changed of paths: the first MaxChanged of them,
+// quoted, and how many more.
+func changedText(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	n := min(len(paths), MaxChanged)
+	q := make([]string, n)
+	for i, p := range paths[:n] {
+		q[i] = strconv.Quote(p)
+	}
+	s := strings.Join(q, ", ")
+	if more := len(paths) - n; more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }

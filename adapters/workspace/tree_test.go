@@ -62,6 +62,27 @@ func TestTreeOf(t *testing.T) {
 	if got := tree(); got != base {
 		t.Errorf("back to HEAD: %+v, want %+v", got, base)
 	}
+	// What makes a tree not clean is named: changed and added paths,
+	// then those gone from disk, the first MaxChanged quoted.
+	write(t, filepath.Join(proj, "README"), "one\nTWO\n")
+	write(t, filepath.Join(proj, "new\nline.go"), "package x\n")
+	os.Remove(filepath.Join(proj, ".gitignore"))
+	if got := tree(); got.Changed != `"README", "new\nline.go", ".gitignore"` {
+		t.Errorf("changed: %q", got.Changed)
+	}
+	for i := range 4 {
+		write(t, filepath.Join(proj, "z"+string(rune('a'+i))), "z\n")
+	}
+	if got := tree(); got.Changed != `"README", "new\nline.go", "za", "zb", "zc" and 2 more` {
+		t.Errorf("changed: %q", got.Changed)
+	}
+	run(t, proj, "git", "reset", "--quiet", "--hard")
+	for _, f := range []string{"new\nline.go", "za", "zb", "zc", "zd"} {
+		os.Remove(filepath.Join(proj, f))
+	}
+	if got := tree(); got != base {
+		t.Errorf("back to HEAD again: %+v, want %+v", got, base)
+	}
 	write(t, filepath.Join(proj, "c.txt"), "c\n")
 	run(t, proj, "git", "add", "c.txt")
 	run(t, proj, "git", "commit", "--quiet", "-m", "c")
