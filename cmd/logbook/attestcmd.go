@@ -132,7 +132,16 @@ registered; no host takes them from a file.`,
 			if pin, err := attestation.ReadPin(dd.keyPath("admin.pub")); err == nil {
 				pinned = attestation.KeyID(pin)
 			}
-			return term.Keys(g.stdout, pinned, lines, why)
+			if err := term.Keys(g.stdout, pinned, lines, why); err != nil {
+				return err
+			}
+			if g.natsURL == "" && len(lines) > 0 && lines[0].Role == attestation.RoleServe && lines[0].Registered == 0 {
+				// On the data dir's own server serve signs with a key
+				// it makes at each start, not the cluster's serve key.
+				_, err := fmt.Fprintf(g.stdout, "note: the serve key above is the one serve signs with on a cluster (--nats-url); on this data dir's own server serve signs with a key it makes at each start (`logbook audit` names each event's key)\n")
+				return err
+			}
+			return nil
 		},
 	}
 	var role, principal string

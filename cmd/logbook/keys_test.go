@@ -73,6 +73,11 @@ func TestKeys_Commands(t *testing.T) {
 	if err := json.Unmarshal([]byte(cli(t, host, "--json", "keys", "show")), &keys); err != nil || len(keys) != 3 {
 		t.Fatalf("keys show: %v %+v", err, keys)
 	}
+	// On the data dir's own server the cluster's serve key is not the
+	// one serve signs with: said, not left to look like a key unused.
+	if out := cli(t, host, "keys", "show"); !strings.Contains(out, "note: the serve key above is the one serve signs with on a cluster (--nats-url)") {
+		t.Errorf("keys show on a data dir of its own:\n%s", out)
+	}
 	w := keys[1]
 	if w.Role != attestation.RoleWriter {
 		t.Fatalf("keys show: second key %+v, want the writer's", w)
