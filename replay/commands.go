@@ -148,7 +148,7 @@ func quoteArgv(argv []string) string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
 		if a == "" || strings.ContainsAny(a, " \t\n\"'\\=") {
-			a = strconv.Quote(a)
+			a = Quote(a)
 		}
 		out[i] = a
 	}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -108,4 +109,39 @@ func unsafeRune(r rune, size int) bool {
 		return true
 	}
 	return false
+}
+
+// Quote returns s double-quoted as strconv.Quote quotes it (Go syntax:
+// every character that is not printable escaped, `\` and `"` too), but
+// for the controls Go names by a letter (\a, \b, \f, \v), which it
+// shows as Escape does (\x07, \x08, \x0c, \x0b): a bell reads the same
+// in a quoted field as in any other.
+func Quote(s string) string {
+	q := strconv.Quote(s)
+	if !strings.ContainsAny(s, "\a\b\f\v") {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 8)
+	for i := 0; i < len(q); i++ {
+		if q[i] != '\\' || i+1 == len(q) {
+			b.WriteByte(q[i])
+			continue
+		}
+		i++
+		switch q[i] {
+		case 'a':
+			b.WriteString(`\x07`)
+		case 'b':
+			b.WriteString(`\x08`)
+		case 'f':
+			b.WriteString(`\x0c`)
+		case 'v':
+			b.WriteString(`\x0b`)
+		default: // an escape of its own: kept whole
+			b.WriteByte('\\')
+			b.WriteByte(q[i])
+		}
+	}
+	return b.String()
 }

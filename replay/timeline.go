@@ -316,7 +316,7 @@ func (kv *kvs) add(k, v string) {
 		return
 	}
 	if strings.ContainsAny(v, " \"=") || Escape(v) != v {
-		v = strconv.Quote(v)
+		v = Quote(v)
 	}
 	*kv = append(*kv, k+"="+v)
 }
