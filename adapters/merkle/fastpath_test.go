@@ -331,6 +331,42 @@ func TestFastPath_ChangedByteInRangeNamedAtItsSequence(t *testing.T) {
 	}
 }
 
+// A load of a subject started before the fast path was set (audit
+// starts its read while it proves the tree: natslog.Log.StartLoad)
+// judges every message with the fast path set by the time it reads
+// them: the changed byte is named at its sequence, nothing from it on is
+// handed over, and every message before it was checked against the
+// tree.
+func TestFastPath_LoadStartedBeforeItNamesAChangedByte(t *testing.T) {
+	s := startSigned(t)
+	fillSigned(t, s)
+	cp := judging(t, s)
+	if _, _, err := cp.Once(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rewritten(t, s, cp, 6, func(b []byte) []byte { return bytes.Replace(b, []byte("MARKER-s3"), []byte("MARKER-s7"), 1) })
+	l := reader(t, s)
+	st := l.StartLoad(t.Context(), events.Aggregate{Kind: events.KindSession, ID: "s3"})
+	defer st.Close()
+	_, checked := fastPath(t, s, l)
+	var got []uint64
+	_, err := st.LoadEach(t.Context(), nil, func(r events.Record) error {
+		got = append(got, r.Seq)
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "seq 6: the stored message hashes to") {
+		t.Fatalf("started load of s3: %v (handed %v), want seq 6 named", err, got)
+	}
+	for _, seq := range got {
+		if seq >= 6 {
+			t.Errorf("started load handed seq %d, past the changed message", seq)
+		}
+	}
+	if checked.Load() == 0 {
+		t.Error("no message was checked against the tree")
+	}
+}
+
 // A statement no trusted checkpoint key signed gives no fast path: the
 // reader verifies every signature, and a log with no statement at all
 // (checkpointed before serve stated its judgments) reads as before.

@@ -26,6 +26,12 @@ import (
 // to each. A key aggregate, and any aggregate of a replicated stream, is
 // loaded with Load and then handed to each.
 func (l *Log) LoadEach(ctx context.Context, agg events.Aggregate, size func(n uint64), each func(r events.Record) error) (last uint64, err error) {
+	return l.loadEach(ctx, agg, nil, size, each)
+}
+
+// loadEach is LoadEach, from where s (when not nil: StartLoad of agg)
+// left it.
+func (l *Log) loadEach(ctx context.Context, agg events.Aggregate, s *LoadStart, size func(n uint64), each func(r events.Record) error) (last uint64, err error) {
 	if err := agg.Validate(); err != nil {
 		return 0, fmt.Errorf("load %s: %w", agg, err)
 	}
@@ -45,7 +51,12 @@ func (l *Log) LoadEach(ctx context.Context, agg events.Aggregate, size func(n ui
 		return last, nil
 	}
 	subject := agg.Subject()
-	end, count, err := l.subjectState(ctx, subject)
+	var end, count uint64
+	if s != nil && s.stated {
+		end, count, err = s.end, s.count, s.err
+	} else {
+		end, count, err = l.subjectState(ctx, subject)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("load %s: %w", agg, err)
 	}
@@ -59,6 +70,9 @@ func (l *Log) LoadEach(ctx context.Context, agg events.Aggregate, size func(n ui
 	ord.keys, ord.end = true, end
 	blocks := &blockPool{quarantined: l.quarantinedCount()}
 	src := func(ctx context.Context, y func(Msg, error) bool) {
+		if s != nil {
+			ctx = withRawOpened(ctx, s)
+		}
 		l.consumeRaw(withBlocks(ctx, blocks), subject, 1, end, func(m Msg, err error) bool {
 			if err == nil {
 				blocks.cut(m.Seq)
@@ -210,4 +224,118 @@ func withBlocks(ctx context.Context, p *blockPool) context.Context {
 func blocksOf(ctx context.Context) *blockPool {
 	p, _ := ctx.Value(blocksKey{}).(*blockPool)
 	return p
+}
+
+// A LoadStart is a LoadEach begun ahead (Log.StartLoad): what it asks
+// the server before it reads a message, asked already. Its LoadEach
+// goes on from there; Close gives back what it opened and its LoadEach
+// did not take. Safe for concurrent use.
+type LoadStart struct {
+	l     *Log
+	agg   events.Aggregate
+	valid bool // agg is valid, and is read with a raw read (not Load)
+	// stated: end, count and err are subjectState's answer for agg.
+	stated     bool
+	end, count uint64
+	err        error
+
+	mu    sync.Mutex
+	raw   *rawOpen // the raw read's connection, consumer and pulls; nil: none (left to the read, or taken)
+	gen   uint64   // the embedded Server's restarts (restartsNow) before raw was opened
+	taken bool     // the read took raw, or s was closed
+}
+
+// StartLoad begins LoadEach(ctx, agg, …) ahead of it, so that the
+// server loads and sends agg's first messages while the caller does
+// other work (audit proves its fast path meanwhile): it asks for agg's
+// subject state (how many messages, the last sequence) and, for a read
+// LoadEach makes over a raw connection (an aggregate other than a key,
+// a stream of one replica), dials that connection, makes its consumer
+// and sends its pulls; a restart of an embedded server's JetStream
+// begun since leaves them unused. It reads no message and judges
+// nothing: the messages wait in the connection until the LoadStart's
+// LoadEach reads and judges them, with the fast path the Log has then,
+// every one of them as Log.LoadEach would. What it could not ask or
+// open is left to LoadEach, which then asks or opens it itself. The
+// caller must Close the LoadStart.
+func (l *Log) StartLoad(ctx context.Context, agg events.Aggregate) *LoadStart {
+	s := &LoadStart{l: l, agg: agg}
+	if agg.Validate() != nil || agg.Kind == events.KindKey || l.leaderReads {
+		return s
+	}
+	s.valid = true
+	subject := agg.Subject()
+	s.end, s.count, s.err = l.subjectState(ctx, subject)
+	s.stated = true
+	if s.err != nil || s.end == 0 {
+		return s
+	}
+	s.gen = l.restartsNow()
+	if o, err := l.openRaw(ctx, subject, 1); err == nil {
+		s.raw = o
+	}
+	return s
+}
+
+// LoadEach is Log.LoadEach(ctx, agg, size, each) for the aggregate s
+// was started for, from where StartLoad left it: the same records,
+// judged alike, and the same errors. Call it once.
+func (s *LoadStart) LoadEach(ctx context.Context, size func(n uint64), each func(r events.Record) error) (last uint64, err error) {
+	if !s.valid {
+		return s.l.LoadEach(ctx, s.agg, size, each)
+	}
+	return s.l.loadEach(ctx, s.agg, s, size, each)
+}
+
+// Close deletes the consumer and closes the connection StartLoad
+// opened when LoadEach did not take them (it was not called, or ended
+// before its read began). Safe to call more than once.
+func (s *LoadStart) Close() {
+	s.mu.Lock()
+	o := s.raw
+	s.raw, s.taken = nil, true
+	s.mu.Unlock()
+	if o != nil {
+		o.close(context.Background())
+	}
+}
+
+// take returns the raw read s opened when it is of filter from from,
+// not yet taken, and no restart of the embedded server's JetStream has
+// begun since it was opened (its consumer and pulls would be gone), and
+// nil otherwise (a nil s included): a read takes it once, a read it
+// does not fit opens its own. A read takes it after it began watching
+// for restarts (rawRead), so none goes unseen.
+func (s *LoadStart) take(filter string, from uint64) *rawOpen {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.raw
+	if s.taken || o == nil || o.filter != filter || o.from != from {
+		return nil
+	}
+	if gen := s.l.restartsNow(); gen != s.gen || gen%2 == 1 {
+		return nil
+	}
+	s.raw, s.taken = nil, true
+	return o
+}
+
+// rawOpenedKey is the context key of a LoadStart whose raw read a read
+// under it takes.
+type rawOpenedKey struct{}
+
+// withRawOpened returns ctx with s, whose raw read (StartLoad) the raw
+// read under it takes when it fits (rawRead).
+func withRawOpened(ctx context.Context, s *LoadStart) context.Context {
+	return context.WithValue(ctx, rawOpenedKey{}, s)
+}
+
+// rawOpenedOf returns the LoadStart of ctx (withRawOpened), nil when it
+// has none.
+func rawOpenedOf(ctx context.Context) *LoadStart {
+	s, _ := ctx.Value(rawOpenedKey{}).(*LoadStart)
+	return s
 }

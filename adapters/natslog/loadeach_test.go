@@ -18,33 +18,9 @@ import (
 // verdict names that key by its header's bytes, and, past the middle, a
 // forgery quarantined the same way.
 func TestLoadEach_AgreesWithLoadStreamed(t *testing.T) {
-	s, admin, l := judgedLog(t)
-	reg := events.NewRegistry()
+	s := startServer(t, t.TempDir())
+	admin, stranger, a := longSignedSession(t, s)
 	ctx := t.Context()
-	a, b := session("a"), session("b")
-
-	last := mustAppend(t, l, decision(reg, a, 0, 1, 100)).Last // unsigned, before signing
-	stranger := mustKey(t, "stranger@h", attestation.RoleServe)
-	last = forge(t, s.Conn(), envelope(reg, a, 101, events.SessionActivityChanged{From: "x", To: "y"}), last, stranger, nil)
-	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
-		t.Fatalf("BeginSigning = %v, %v", ok, err)
-	}
-	serve := mustKey(t, "serve@h", attestation.RoleServe)
-	if ok, err := l.RegisterKey(ctx, admin, serve, "h", testTime); !ok || err != nil {
-		t.Fatalf("RegisterKey = %v, %v", ok, err)
-	}
-	l.SetSigner(serve)
-	ver, bLast := uint64(102), uint64(0)
-	for i := range 40 {
-		last = mustAppend(t, l, decision(reg, a, last, ver, 250)).Last
-		ver += 250
-		if i%10 == 0 {
-			bLast = mustAppend(t, l, decision(reg, b, bLast, uint64(1+i), 1)).Last
-		}
-		if i == 25 {
-			last = forge(t, s.Conn(), verdict(reg, a, ver), last, stranger, nil)
-		}
-	}
 
 	streamed := signedLog(t, s, admin)
 	want, wantLast, err := streamed.LoadStreamed(ctx, a)
@@ -109,6 +85,149 @@ func TestLoadEach_AgreesWithLoadStreamed(t *testing.T) {
 	}
 	if _, err := each.LoadEach(ctx, events.Aggregate{Kind: events.KindSession, ID: "a b"}, nil, nil); !errors.Is(err, events.ErrMalformed) {
 		t.Errorf("LoadEach(invalid) = %v, want ErrMalformed", err)
+	}
+}
+
+// longSignedSession makes s's log hold session a (returned), judged
+// against the admin key returned, long enough that a read of it goes through many blocks, interleaved
+// with another session's events: 100 events stored before signing, one
+// of them under a key nobody registered (the stranger, returned), whose
+// verdict names that key by its header's bytes, then 10,000 signed
+// events and, past the middle, a forgery quarantined the same way.
+func longSignedSession(t *testing.T, s *Server) (admin, stranger *attestation.Key, a events.Aggregate) {
+	t.Helper()
+	admin = mustKey(t, "admin@h", attestation.RoleAdmin)
+	l := signedLog(t, s, admin)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	a, b := session("a"), session("b")
+	last := mustAppend(t, l, decision(reg, a, 0, 1, 100)).Last // unsigned, before signing
+	stranger = mustKey(t, "stranger@h", attestation.RoleServe)
+	last = forge(t, s.Conn(), envelope(reg, a, 101, events.SessionActivityChanged{From: "x", To: "y"}), last, stranger, nil)
+	if ok, err := l.BeginSigning(ctx, admin, "h", testTime); !ok || err != nil {
+		t.Fatalf("BeginSigning = %v, %v", ok, err)
+	}
+	serve := mustKey(t, "serve@h", attestation.RoleServe)
+	if ok, err := l.RegisterKey(ctx, admin, serve, "h", testTime); !ok || err != nil {
+		t.Fatalf("RegisterKey = %v, %v", ok, err)
+	}
+	l.SetSigner(serve)
+	ver, bLast := uint64(102), uint64(0)
+	for i := range 40 {
+		last = mustAppend(t, l, decision(reg, a, last, ver, 250)).Last
+		ver += 250
+		if i%10 == 0 {
+			bLast = mustAppend(t, l, decision(reg, b, bLast, uint64(1+i), 1)).Last
+		}
+		if i == 25 {
+			last = forge(t, s.Conn(), verdict(reg, a, ver), last, stranger, nil)
+		}
+	}
+	return admin, stranger, a
+}
+
+// TestLoadStart_AgreesWithLoadEach loads the long session with LoadEach
+// and with a LoadEach started ahead (StartLoad), the server's messages
+// waiting in the started read's connection meanwhile, both over TCP as a
+// reader, as audit reads through serve: the same records, signers and last
+// sequence, the same forgery quarantined, over the connection and
+// consumer the start opened. A start never loaded leaves
+// no consumer once closed, and one of a key, of an aggregate with no
+// events or of an invalid one loads as LoadEach does.
+func TestLoadStart_AgreesWithLoadEach(t *testing.T) {
+	s := rolesServer(t)
+	admin, _, a := longSignedSession(t, s)
+	ctx := t.Context()
+	overTCP := func() *Log {
+		t.Helper()
+		nc, _ := connectRole(t, s, RoleReader)
+		l, err := Open(ctx, nc, Config{Verifier: attestation.NewVerifier(admin.Public())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	collect := func(load func(each func(events.Record) error) (uint64, error)) ([]events.Record, uint64) {
+		t.Helper()
+		var got []events.Record
+		last, err := load(func(r events.Record) error {
+			got = append(got, r)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, last
+	}
+	plain := overTCP()
+	want, wantLast := collect(func(each func(events.Record) error) (uint64, error) {
+		return plain.LoadEach(ctx, a, nil, each)
+	})
+	started := overTCP()
+	st := started.StartLoad(ctx, a)
+	defer st.Close()
+	if st.raw == nil || st.raw.pulls == nil {
+		t.Fatal("StartLoad opened no raw read with pulls sent")
+	}
+	var size uint64
+	got, gotLast := collect(func(each func(events.Record) error) (uint64, error) {
+		return st.LoadEach(ctx, func(n uint64) { size = n }, each)
+	})
+	if st.raw != nil || !st.taken {
+		t.Error("LoadEach did not take the raw read StartLoad opened")
+	}
+	if gotLast != wantLast || len(got) != len(want) {
+		t.Fatalf("started: %d records, last %d; LoadEach: %d, last %d", len(got), gotLast, len(want), wantLast)
+	}
+	if size < uint64(len(want)) {
+		t.Errorf("size said %d messages, fewer than the %d records", size, len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("record %d: started %+v, LoadEach %+v", i, got[i], want[i])
+		}
+	}
+	wq, _ := plain.Quarantined()
+	gq, _ := started.Quarantined()
+	if len(wq) != 1 || !reflect.DeepEqual(wq, gq) {
+		t.Errorf("quarantined: LoadEach %+v, started %+v; want the forgery alike", wq, gq)
+	}
+
+	// A start never loaded leaves no consumer once closed.
+	consumers := func() int {
+		t.Helper()
+		info, err := started.stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Consumers
+	}
+	before := consumers()
+	unused := started.StartLoad(ctx, a)
+	if unused.raw == nil || consumers() != before+1 {
+		t.Fatalf("StartLoad opened no consumer (%d, were %d)", consumers(), before)
+	}
+	unused.Close()
+	unused.Close()
+	if n := consumers(); n != before {
+		t.Errorf("%d consumers after Close, want %d", n, before)
+	}
+
+	// What LoadEach reads without a raw read, or refuses, it does alike.
+	for _, agg := range []events.Aggregate{session("none"), {Kind: events.KindKey, ID: admin.ID}} {
+		want, wantLast := collect(func(each func(events.Record) error) (uint64, error) { return plain.LoadEach(ctx, agg, nil, each) })
+		st := started.StartLoad(ctx, agg)
+		got, gotLast := collect(func(each func(events.Record) error) (uint64, error) { return st.LoadEach(ctx, nil, each) })
+		st.Close()
+		if gotLast != wantLast || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: started %d records, last %d; LoadEach %d, last %d", agg, len(got), gotLast, len(want), wantLast)
+		}
+	}
+	bad := started.StartLoad(ctx, events.Aggregate{Kind: events.KindSession, ID: "a b"})
+	defer bad.Close()
+	if _, err := bad.LoadEach(ctx, nil, nil); !errors.Is(err, events.ErrMalformed) {
+		t.Errorf("started LoadEach(invalid) = %v, want ErrMalformed", err)
 	}
 }
 

@@ -100,7 +100,9 @@ func (l *Log) consumeRawOnce(ctx context.Context, filter string, from, end uint6
 // yielded, whether the loop stopped (yield returned false), and why it
 // ended early (nil: it reached end, or the consumer holds nothing
 // more; errJSRestarted: the embedded server began a restart of
-// JetStream).
+// JetStream). The connection, consumer and pulls are those a LoadStart
+// opened ahead for filter from from (rawOpenedOf ctx), when it did,
+// and its own otherwise.
 func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) (next uint64, stopped bool, err error) {
 	next = max(from, 1)
 	if l.srv != nil {
@@ -113,36 +115,16 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 			}
 		}()
 	}
-	rc, err := l.dialRaw(ctx)
-	if err != nil {
-		return next, false, err
+	o := rawOpenedOf(ctx).take(filter, from)
+	if o == nil {
+		if o, err = l.openRaw(ctx, filter, from); err != nil {
+			return next, false, err
+		}
 	}
-	defer rc.close()
+	defer o.close(ctx)
+	rc := o.rc
 	rc.blocks = blocksOf(ctx)
-	cfg := jetstream.ConsumerConfig{
-		FilterSubject:     filter,
-		AckPolicy:         jetstream.AckNonePolicy,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		MemoryStorage:     true,
-		Replicas:          1,
-		InactiveThreshold: 5 * time.Minute,
-	}
-	if from > 1 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
-	}
-	cctx, cancel := l.withTimeout(ctx)
-	cons, err := l.js.CreateConsumer(cctx, StreamName, cfg)
-	cancel()
-	if err != nil {
-		return next, false, err
-	}
-	info := cons.CachedInfo()
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = l.js.DeleteConsumer(dctx, StreamName, info.Name)
-	}()
-	if info.NumPending == 0 {
+	if o.pulls == nil {
 		// A consumer made just after a restart of JetStream has been
 		// seen to count nothing pending on a stream that holds
 		// messages on its filter: only the stream's answer ends the
@@ -156,10 +138,7 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 	var progress atomic.Uint64
 	defer rc.watch(ctx, l.readStall(), &progress)()
 
-	pulls, err := l.startPulls(rc, info.Name, readPullMsgs, 0)
-	if err != nil {
-		return next, false, err
-	}
+	pulls := o.pulls
 	var (
 		subject string // the last subject met, not allocated again
 		dseq    uint64 // the consumer's last delivery sequence
@@ -215,6 +194,68 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end uint64, yiel
 			return next, false, err
 		}
 	}
+}
+
+// rawOpen is a raw read's connection, its consumer of filter from from
+// and, when the consumer counted messages pending, the pulls sent to it:
+// what rawRead reads from. close deletes the consumer and closes the
+// connection.
+type rawOpen struct {
+	l      *Log
+	filter string
+	from   uint64
+	rc     *rawConn
+	name   string      // the consumer's
+	pulls  *rawPullSet // nil: the consumer counted nothing pending, no pull sent
+}
+
+// openRaw dials a raw connection (dialRaw), makes an ephemeral consumer
+// of filter from from on it and, unless the consumer counts nothing
+// pending, sends it its pulls (startPulls): the server then loads and
+// sends the first messages, which wait in the connection until rawRead
+// reads them. It reads no message. On an error nothing is left open.
+func (l *Log) openRaw(ctx context.Context, filter string, from uint64) (*rawOpen, error) {
+	rc, err := l.dialRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     filter,
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: 5 * time.Minute,
+	}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cctx, cancel := l.withTimeout(ctx)
+	cons, err := l.js.CreateConsumer(cctx, StreamName, cfg)
+	cancel()
+	if err != nil {
+		rc.close()
+		return nil, err
+	}
+	info := cons.CachedInfo()
+	o := &rawOpen{l: l, filter: filter, from: from, rc: rc, name: info.Name}
+	if info.NumPending == 0 {
+		return o, nil
+	}
+	if o.pulls, err = l.startPulls(rc, info.Name, readPullMsgs, 0); err != nil {
+		o.close(ctx)
+		return nil, err
+	}
+	return o, nil
+}
+
+// close deletes o's consumer (for up to a second, ctx's cancellation
+// aside) and closes its connection.
+func (o *rawOpen) close(ctx context.Context) {
+	defer o.rc.close()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = o.l.js.DeleteConsumer(dctx, StreamName, o.name)
 }
 
 // errPendingNone reports a consumer that counted nothing pending while
