@@ -56,20 +56,30 @@ from.`,
 			}
 			defer b.Close()
 			clock.mark(bench.AuditConnected)
-			// The session id is looked up while the fast path reads its
-			// statement and proves its tree: both wait on the server,
-			// neither on the other (the look-up reads no event).
+			// The session id is looked up, and the read of its events
+			// started (natslog.Log.StartLoad: the server loads and sends
+			// its first messages), while the fast path reads its statement
+			// and proves its tree: both wait on the server, neither on the
+			// other (the look-up and the start read no event, judge
+			// nothing; every event is judged once the fast path is set).
 			resolved := make(chan resolvedID, 1)
 			go func() {
 				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
-				resolved <- resolvedID{id, err}
+				r := resolvedID{id: id, err: err}
+				if err == nil && b.log != nil {
+					r.start = b.log.StartLoad(cmd.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
+				}
+				resolved <- r
 			}()
 			b.fastPath(cmd.Context())
 			clock.timeChecks(b.log)
 			clock.mark(bench.AuditJudgment)
 			r := <-resolved
+			if r.start != nil {
+				defer r.start.Close()
+			}
 			clock.mark(bench.AuditResolved)
-			items, err := auditTimeline(cmd.Context(), b, args[0], r.id, r.err, clock.mark)
+			items, err := auditTimeline(cmd.Context(), b, args[0], r.id, r.err, r.start, clock.mark)
 			if err != nil {
 				return err
 			}
@@ -193,20 +203,24 @@ func liveHeapGC() (restore func()) {
 // every event, with the ones the log could not attest in their place.
 func auditItems(ctx context.Context, b *backend, arg string) ([]replay.Item, error) {
 	id, err := resolveID(ctx, b, events.KindSession, arg)
-	runs, err := auditTimeline(ctx, b, arg, id, err, nil)
+	runs, err := auditTimeline(ctx, b, arg, id, err, nil, nil)
 	return runs.flat(), err
 }
 
-// resolvedID is resolveID's answer.
+// resolvedID is resolveID's answer and, when it resolved, the read of
+// the session's events started (nil: none).
 type resolvedID struct {
-	id  string
-	err error
+	id    string
+	err   error
+	start *natslog.LoadStart
 }
 
 // auditTimeline is auditItems once arg is resolved (resolveID's id and
-// err), the timeline in runs (sessionAudit): it calls mark (when not
-// nil) with the name of each of worker.SessionAudit's stages as it ends.
-func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, mark func(stage string)) (auditRuns, error) {
+// err), the timeline in runs (sessionAudit), its read going on from
+// start when not nil (natslog.Log.StartLoad of the session id): it calls
+// mark (when not nil) with the name of each of worker.SessionAudit's
+// stages as it ends.
+func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, start *natslog.LoadStart, mark func(stage string)) (auditRuns, error) {
 	var nf *notFoundError
 	if errors.As(err, &nf) {
 		// Not a session: a workspace's whole life, if it is one.
@@ -223,7 +237,7 @@ func auditTimeline(ctx context.Context, b *backend, arg, id string, err error, m
 	}
 	// The log left the events it could not attest out of the timeline:
 	// each is shown, in its place, as unattested.
-	return sessionAudit(ctx, b.log, id, func() []replay.Unattested { return unattested(b.log, "") }, mark)
+	return sessionAudit(ctx, b.log, id, start, func() []replay.Unattested { return unattested(b.log, "") }, mark)
 }
 
 // auditProfileEnv names the environment variable through which audit

@@ -26,8 +26,10 @@ import (
 // and folded whole, by worker.SessionAudit. The items are returned in
 // the runs they were folded in when nothing is merged into them (no
 // command, notification or unattested event of the session), else in
-// one run. mark is called as SessionAudit calls it.
-func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined func() []replay.Unattested, mark func(stage string)) (auditRuns, error) {
+// one run. mark is called as SessionAudit calls it. The session's read
+// goes on from start (natslog.Log.StartLoad of the session id) when it
+// is not nil.
+func sessionAudit(ctx context.Context, log *natslog.Log, id string, start *natslog.LoadStart, quarantined func() []replay.Unattested, mark func(stage string)) (auditRuns, error) {
 	if mark == nil {
 		mark = func(string) {}
 	}
@@ -37,7 +39,12 @@ func sessionAudit(ctx context.Context, log *natslog.Log, id string, quarantined 
 	defer lk.Wait()
 	agg := events.Aggregate{Kind: events.KindSession, ID: id}
 	var f timelineFold
-	_, rerr := log.LoadEach(ctx, agg, nil, f.add)
+	var rerr error
+	if start != nil {
+		_, rerr = start.LoadEach(ctx, nil, f.add)
+	} else {
+		_, rerr = log.LoadEach(ctx, agg, nil, f.add)
+	}
 	if rerr == nil {
 		f.flush()
 	}
