@@ -50,11 +50,25 @@ func FastPath(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys 
 // CheckpointStream as a natslog.Judged when a checkpoint key of keys
 // signed it, it is of l's stream's origin now, and the tree tree(origin)
 // returns proves its root; else nil and why not. An error of tree that
-// wraps errNoTree is a why, any other an error.
+// wraps errNoTree is a why, any other an error. The stream's identity,
+// the tail it holds and the tree of its origin are read while the
+// statement is (statementAhead): what is answered, and in what order the
+// checks refuse, is as if each were read after the statement.
 func lastStatement(ctx context.Context, l *natslog.Log, js jetstream.JetStream, keys Keys, tree func(origin string) (*Tree, error)) (*natslog.Judged, string, error) {
 	if len(keys.Checkpoint) == 0 {
 		return nil, "no checkpoint key trusted", nil
 	}
+	ahead := make(chan statementAhead, 1)
+	go func() { ahead <- readAhead(ctx, l, tree) }()
+	var a *statementAhead
+	wait := func() *statementAhead {
+		if a == nil {
+			got := <-ahead
+			a = &got
+		}
+		return a
+	}
+	defer wait() // every goroutine started here has returned
 	s, err := js.Stream(ctx, CheckpointStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, "no checkpoints", nil
@@ -76,11 +90,12 @@ func lastStatement(ctx context.Context, l *natslog.Log, js jetstream.JetStream, 
 	if err != nil {
 		return nil, fmt.Sprintf("judgment statement %d: %v", m.Sequence, err), nil
 	}
-	id, err := l.Identity(ctx)
+	a = wait()
+	id, err := a.id, a.idErr
 	if err != nil {
 		return nil, "", err
 	}
-	end, err := l.TailHeld(ctx, id)
+	end, err := a.end, a.endErr
 	if err != nil {
 		return nil, "", err
 	}
@@ -90,7 +105,12 @@ func lastStatement(ctx context.Context, l *natslog.Log, js jetstream.JetStream, 
 	if origin := Origin(id); j.Origin != origin {
 		return nil, fmt.Sprintf("judgment statement %d is of origin %s, the stream now is %s", m.Sequence, j.Origin, origin), nil
 	}
-	t, err := tree(j.Origin)
+	t, err := a.t, a.tErr
+	if err == nil && t.Size() < int64(j.Size) {
+		// Read before the statement, the stored hashes may lack leaves
+		// it covers: read again, after it, as they were read before.
+		t, err = tree(j.Origin)
+	}
 	if errors.Is(err, errNoTree) {
 		return nil, strings.TrimSuffix(err.Error(), ": "+errNoTree.Error()), nil
 	}
@@ -103,6 +123,36 @@ func lastStatement(ctx context.Context, l *natslog.Log, js jetstream.JetStream, 
 	}
 	return &natslog.Judged{Through: uint64(j.Size), Quarantined: j.Quarantined, Check: p.Check, CheckHeader: p.CheckHeader},
 		fmt.Sprintf("seq 1..%d judged by %s (statement %d, %d quarantined)", j.Size, signer, m.Sequence, len(j.Quarantined)), nil
+}
+
+// statementAhead is what lastStatement reads while it reads the
+// statement: the stream's identity, the last message it holds
+// (natslog.Log.TailHeld) and the tree of its origin, each with its
+// error; what an earlier one's error left unread is unset.
+type statementAhead struct {
+	id     natslog.Identity
+	idErr  error
+	end    uint64
+	endErr error
+	t      *Tree
+	tErr   error
+}
+
+// readAhead reads l's identity, then the last message it holds and the
+// tree tree(Origin) of its origin, at once.
+func readAhead(ctx context.Context, l *natslog.Log, tree func(origin string) (*Tree, error)) statementAhead {
+	var a statementAhead
+	if a.id, a.idErr = l.Identity(ctx); a.idErr != nil {
+		return a
+	}
+	loaded := make(chan struct{})
+	go func() {
+		defer close(loaded)
+		a.t, a.tErr = tree(Origin(a.id))
+	}()
+	a.end, a.endErr = l.TailHeld(ctx, a.id)
+	<-loaded
+	return a
 }
 
 // UseFastPath sets l's fast path (natslog.Log.SetJudged) from the data

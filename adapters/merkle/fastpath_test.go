@@ -367,6 +367,50 @@ func TestFastPath_LoadStartedBeforeItNamesAChangedByte(t *testing.T) {
 	}
 }
 
+// The stored tree is read while the statement is: a tree read before a
+// statement it does not yet hold the leaves of (serve stored them and
+// stated them in between) is read again after it, and the fast path is
+// taken, as when the tree was read after the statement.
+func TestFastPath_TreeReadBeforeTheStatementIsReadAgain(t *testing.T) {
+	s := startSigned(t)
+	fillSigned(t, s)
+	cp := judging(t, s)
+	if _, _, err := cp.Once(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l := reader(t, s)
+	var reads []int64
+	j, why, err := lastStatement(t.Context(), l, s.js, keys(t, s.dir), func(origin string) (*Tree, error) {
+		full, err := LoadTree(TreePath(s.dir, origin))
+		if err != nil {
+			return nil, err
+		}
+		if len(reads) > 0 {
+			reads = append(reads, full.Size())
+			return full, nil
+		}
+		// As read before the last leaf was stored.
+		short := NewTree()
+		for i := range full.Size() - 1 {
+			h, err := full.Leaf(i)
+			if err != nil {
+				return nil, err
+			}
+			if err := short.AppendHash(h); err != nil {
+				return nil, err
+			}
+		}
+		reads = append(reads, short.Size())
+		return short, nil
+	})
+	if err != nil || j == nil {
+		t.Fatalf("lastStatement = %v, %q, %v; want the fast path", j, why, err)
+	}
+	if len(reads) != 2 || reads[1] != int64(j.Through) {
+		t.Errorf("tree read %d times, sizes %v; want a short one, then one of %d leaves", len(reads), reads, j.Through)
+	}
+}
+
 // A statement no trusted checkpoint key signed gives no fast path: the
 // reader verifies every signature, and a log with no statement at all
 // (checkpointed before serve stated its judgments) reads as before.
