@@ -265,13 +265,28 @@ func (l *Log) StartLoad(ctx context.Context, agg events.Aggregate) *LoadStart {
 	}
 	s.valid = true
 	subject := agg.Subject()
+	// The raw connection is dialled while the subject's state is asked.
+	s.gen = l.restartsNow()
+	type dialed struct {
+		rc  *rawConn
+		err error
+	}
+	dc := make(chan dialed, 1)
+	go func() {
+		rc, err := l.dialRaw(ctx)
+		dc <- dialed{rc, err}
+	}()
 	s.end, s.count, s.err = l.subjectState(ctx, subject)
 	s.stated = true
-	if s.err != nil || s.end == 0 {
+	d := <-dc
+	if d.err != nil {
 		return s
 	}
-	s.gen = l.restartsNow()
-	if o, err := l.openRaw(ctx, subject, 1); err == nil {
+	if s.err != nil || s.end == 0 {
+		d.rc.close()
+		return s
+	}
+	if o, err := l.openRawOn(ctx, d.rc, subject, 1); err == nil {
 		s.raw = o
 	}
 	return s

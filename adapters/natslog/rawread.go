@@ -219,6 +219,12 @@ func (l *Log) openRaw(ctx context.Context, filter string, from uint64) (*rawOpen
 	if err != nil {
 		return nil, err
 	}
+	return l.openRawOn(ctx, rc, filter, from)
+}
+
+// openRawOn is openRaw over rc, a connection dialRaw dialled: on an
+// error rc is closed.
+func (l *Log) openRawOn(ctx context.Context, rc *rawConn, filter string, from uint64) (*rawOpen, error) {
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     filter,
 		AckPolicy:         jetstream.AckNonePolicy,
