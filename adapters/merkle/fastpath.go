@@ -165,6 +165,15 @@ func UseFastPath(ctx context.Context, l *natslog.Log, js jetstream.JetStream, di
 	if err != nil {
 		return "", err
 	}
+	return UseFastPathKeys(ctx, l, js, dir, keys)
+}
+
+// UseFastPathKeys is UseFastPath with the data dir's trusted keys given:
+// keys is what LoadKeys(dir) returned (a caller that loaded them ahead,
+// while it waited on the server: deriving the checkpoint key's public
+// half from its private one costs a millisecond at a process's first
+// use of Ed25519).
+func UseFastPathKeys(ctx context.Context, l *natslog.Log, js jetstream.JetStream, dir string, keys Keys) (string, error) {
 	j, why, err := FastPath(ctx, l, js, keys, dir)
 	if err != nil {
 		return "", err

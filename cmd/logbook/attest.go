@@ -52,7 +52,12 @@ func unattested(l *natslog.Log, subject string) []replay.Unattested {
 // not verified one by one, their bytes are checked against its Merkle
 // tree instead. Without a statement, a trusted key or the stored hashes
 // every signature is verified, as when anything fails here.
-func (b *backend) fastPath(ctx context.Context) {
+func (b *backend) fastPath(ctx context.Context) { b.fastPathKeys(ctx, nil) }
+
+// fastPathKeys is fastPath with the data dir's trusted keys loaded ahead
+// by keys (loadKeysAhead of b's data dir) when not nil, else loaded
+// here.
+func (b *backend) fastPathKeys(ctx context.Context, keys *keysAhead) {
 	if b.log == nil || b.nc == nil || b.log.Verifier() == nil {
 		return
 	}
@@ -60,5 +65,39 @@ func (b *backend) fastPath(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	_, _ = merkle.UseFastPath(ctx, b.log, js, string(b.dd))
+	if keys == nil || keys.dir != b.dd {
+		_, _ = merkle.UseFastPath(ctx, b.log, js, string(b.dd))
+		return
+	}
+	<-keys.done
+	if keys.err != nil {
+		return // as UseFastPath fails on it
+	}
+	_, _ = merkle.UseFastPathKeys(ctx, b.log, js, string(b.dd), keys.keys)
+}
+
+// keysAhead is merkle.LoadKeys of a data dir, loaded on a goroutine of
+// its own (loadKeysAhead) while the command connects: done is closed
+// when keys and err are set.
+type keysAhead struct {
+	dir  dataDir
+	done chan struct{}
+	keys merkle.Keys
+	err  error
+}
+
+// loadKeysAhead starts loading the trusted keys of the data dir g names
+// (resolveDataDir, as openBackend resolves it) and returns at once; nil
+// when the data dir does not resolve (openBackend then says why).
+func loadKeysAhead(g *globals) *keysAhead {
+	dd, err := resolveDataDir(g.data)
+	if err != nil {
+		return nil
+	}
+	k := &keysAhead{dir: dd, done: make(chan struct{})}
+	go func() {
+		defer close(k.done)
+		k.keys, k.err = merkle.LoadKeys(string(dd))
+	}()
+	return k
 }
