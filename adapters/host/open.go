@@ -152,10 +152,20 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 			return nil, dd.NoDataError()
 		}
 	}
-	o := &Opened{Registry: events.NewRegistry(), API: api.AnyPrefix}
 	if _, _, err := reach.CredsOptions(); err != nil {
 		return nil, err
 	}
+	// The registry is built while the server is reached: it is first
+	// used once connected (Attest), and building it costs a process
+	// about as much CPU as connecting takes time.
+	reg := make(chan *events.Registry, 1)
+	go func() { reg <- events.NewRegistry() }()
+	o := &Opened{API: api.AnyPrefix}
+	defer func() {
+		if o.Registry == nil {
+			o.Registry = <-reg
+		}
+	}()
 	// A serve that holds the data dir's lock but has not written
 	// serve.json yet is starting: it is waited for (up to
 	// ServeStartWait), not taken for one that does not answer.
@@ -256,6 +266,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 	// down returns without waiting for it.
 	cl := datadir.Client{Own: reach.URL == "" && reach.CredsPath == "", Remote: o.Remote, CredsPath: reach.CredsPath,
 		Role: reach.Role, ConnRole: natslog.Role(datadir.ConnRoleOf(reach, si, siOK))}
+	o.Registry = <-reg
 	at, err := dd.Attest(cl, natslog.Config{Registry: o.Registry, ConnRole: cl.ConnRole})
 	if err != nil {
 		o.Close()
