@@ -66,9 +66,24 @@ from.`,
 			// nothing; every event is judged once the fast path is set).
 			resolved := make(chan resolvedID, 1)
 			go func() {
+				// An argument that may be a whole session id has its
+				// read started while it is looked up; the start is
+				// dropped when the look-up resolves it to another id.
+				var ahead chan *natslog.LoadStart
+				if agg := (events.Aggregate{Kind: events.KindSession, ID: args[0]}); b.log != nil && agg.Validate() == nil {
+					ahead = make(chan *natslog.LoadStart, 1)
+					go func() { ahead <- b.log.StartLoad(cmd.Context(), agg) }()
+				}
 				id, err := resolveID(cmd.Context(), b, events.KindSession, args[0])
 				r := resolvedID{id: id, err: err}
-				if err == nil && b.log != nil {
+				if ahead != nil {
+					if s := <-ahead; err == nil && id == args[0] {
+						r.start = s
+					} else {
+						s.Close()
+					}
+				}
+				if err == nil && r.start == nil && b.log != nil {
 					r.start = b.log.StartLoad(cmd.Context(), events.Aggregate{Kind: events.KindSession, ID: id})
 				}
 				resolved <- r
