@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -102,5 +103,23 @@ func TestAuditUsage(t *testing.T) {
 	}
 	if got := medianUsage(us); strings.Contains(got, "resident") {
 		t.Errorf("medianUsage of processes that said no peak: %s", got)
+	}
+}
+
+// TestItemCounter counts "\n#" across writes cut anywhere, as
+// bytes.Count over the whole text does.
+func TestItemCounter(t *testing.T) {
+	text := []byte("# a\n#b\nx\n#c\n\n#d\n#")
+	want := bytes.Count(text, []byte("\n#"))
+	for cut := range len(text) + 1 {
+		for cut2 := cut; cut2 <= len(text); cut2++ {
+			var c itemCounter
+			c.Write(text[:cut])
+			c.Write(text[cut:cut2])
+			c.Write(text[cut2:])
+			if c.items != want {
+				t.Fatalf("cut at %d and %d: %d items, want %d", cut, cut2, c.items, want)
+			}
+		}
 	}
 }
