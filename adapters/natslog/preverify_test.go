@@ -140,6 +140,69 @@ func TestAttest_PreverifiedBatchTail(t *testing.T) {
 	}
 }
 
+// A tail past the statement shorter than hopMin, not of one long
+// batch, is pre-verified by a get of each of its messages rather than a
+// read of it: a forged signature and a batch one of whose messages was
+// changed by a byte there are quarantined, and the read folds exactly
+// what a read without pre-verification does, with no more Ed25519
+// verifications.
+func TestAttest_PreverifiedShortTailByGets(t *testing.T) {
+	k := mustKey(t, "serve@h", attestation.RoleServe)
+	s, admin, l := startSigning(t, k)
+	l.SetSigner(k)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	mustAppend(t, l, decision(reg, session("a"), 0, 1, 10))
+	through := lastSeq(t, l)
+
+	b := mustAppend(t, l, decision(reg, session("b"), 0, 1, 3))
+	forged := forge(t, s.Conn(), verdict(reg, session("b"), 4), b.Last, k,
+		func(data []byte) []byte { return bytes.Replace(data, []byte(`"fine"`), []byte(`"FINE"`), 1) })
+	r, err := newRequest(decision(reg, session("c"), 0, 1, 4), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signMsgs(k, r.msgs)
+	// The batch's last message changed (none of its aggregate follows).
+	last := len(r.msgs) - 1
+	edited := bytes.Replace(r.msgs[last].Data, []byte("tool:4"), []byte("tool:5"), 1)
+	if bytes.Equal(edited, r.msgs[last].Data) {
+		t.Fatalf("no tool:4 in %s", r.msgs[last].Data)
+	}
+	r.msgs[last].Data = edited
+	var changed uint64
+	for i, m := range r.msgs {
+		seq := publishMsg(t, s.Conn(), m, "a batch")
+		if i == last {
+			changed = seq
+		}
+	}
+	if left := lastSeq(t, l) - through; left >= hopMin {
+		t.Fatalf("%d messages past the statement, want fewer than hopMin (%d)", left, hopMin)
+	}
+
+	jr := signedLog(t, s, admin).NewJudger(admin.Public())
+	if err := jr.CatchUp(ctx, through); err != nil {
+		t.Fatal(err)
+	}
+	j := &Judged{Through: through, Quarantined: jr.Quarantined(), Check: func(Msg) error { return nil }}
+	folds, checked := foldBothWays(t, s, admin, j)
+	if diff := cmp.Diff(folds[false], folds[true]); diff != "" {
+		t.Errorf("fold (-without preverify +with):\n%s", diff)
+	}
+	if checked[true] > checked[false] {
+		t.Errorf("%d Ed25519 verifications with preverify, %d without", checked[true], checked[false])
+	}
+	got := map[uint64]attestation.Status{}
+	for _, q := range folds[true].Quarantined {
+		got[q.Seq] = q.Verdict.Status
+	}
+	want := map[uint64]attestation.Status{forged: attestation.BadSignature, changed: attestation.BadSignature}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("quarantined with preverify (-want +got):\n%s", diff)
+	}
+}
+
 // preFold is what one read of a signed log folded: the sequences it
 // read and what it quarantined.
 type preFold struct {
