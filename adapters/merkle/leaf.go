@@ -101,7 +101,7 @@ func appendLeafHeadFields(b []byte, seq uint64, subject string, fs []natslog.Hea
 		}
 		k := len(hs)
 		hs = append(hs, i)
-		for k > 0 && fs[hs[k-1]].Name > name {
+		for k > 0 && leafNameLess(name, fs[hs[k-1]].Name) {
 			hs[k] = hs[k-1]
 			k--
 		}
@@ -119,6 +119,18 @@ func appendLeafHeadFields(b []byte, seq uint64, subject string, fs []natslog.Hea
 		b = append(b, '\n')
 	}
 	return append(b, '\n')
+}
+
+// leafNameLess reports whether a < b, for a and b both of HeaderPrefix:
+// the byte after the prefix decides unless it is the same (Lb-Batch,
+// Lb-Batch-Sig), without the string comparison's call that took half
+// the time of making a leaf's head.
+func leafNameLess(a, b string) bool {
+	const p = len(HeaderPrefix)
+	if len(a) > p && len(b) > p && a[p] != b[p] {
+		return a[p] < b[p]
+	}
+	return a < b
 }
 
 // leafHeader is one Lb- header of a message: its name and its values in

@@ -2,6 +2,7 @@ package merkle
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,37 @@ func TestLeafHashManyHeaders(t *testing.T) {
 	}
 	if got, want := LeafHash(m), tlog.RecordHash([]byte(want.String())); got != want {
 		t.Fatalf("LeafHash %s, want %s", got, want)
+	}
+}
+
+// The leaf of a raw read's fields sorts names that share the byte after
+// the Lb- prefix, or have none, as a string comparison does (Lb-Batch
+// before Lb-Batch-Sig, Lb- first, upper case before lower), in every
+// stored order; and a value moved from one header to another makes
+// another leaf.
+func TestLeafHeadFieldsOrder(t *testing.T) {
+	names := []string{"Lb-Batch-Sig", "Lb-Batch", "Lb-", "Lb-b", "Lb-B", "Lb-Root", "Lb-Proof", "Lb-Key", "Lb-Type", "Lb-Batch-Sig"}
+	for rot := range names {
+		fs := make([]natslog.HeaderField, 0, len(names)+1)
+		h := nats.Header{}
+		for i := range names {
+			n := names[(i+rot)%len(names)]
+			f := natslog.HeaderField{Name: n, Value: fmt.Sprint(i)}
+			fs = append(fs, f)
+			h[n] = append(h[n], f.Value)
+			if i == 3 {
+				fs = append(fs, natslog.HeaderField{Name: "Nats-Expected-Last-Subject-Sequence", Value: "9"})
+			}
+		}
+		m := natslog.Msg{Seq: 3, Subject: "lb.ev.session.s", Header: h, Data: []byte("{}")}
+		if got, want := string(appendLeafHeadFields(nil, m.Seq, m.Subject, fs)), string(appendLeafHead(nil, m)); got != want {
+			t.Fatalf("rotation %d: leaf head of the fields:\n%q\nof the header:\n%q", rot, got, want)
+		}
+		moved := slices.Clone(fs)
+		moved[0].Value, moved[1].Value = moved[1].Value, moved[0].Value
+		if leafHashFields(m.Seq, m.Subject, moved, m.Data) == leafHashFields(m.Seq, m.Subject, fs, m.Data) {
+			t.Fatalf("rotation %d: values of %s and %s swapped, the same leaf", rot, fs[0].Name, fs[1].Name)
+		}
 	}
 }
 
