@@ -176,17 +176,19 @@ reason (exit status 1).`,
 			if cf.project == "" || cf.name == "" {
 				return usageErrorf("workspace create: --project and --name are required")
 			}
-			if cf.id != "" {
-				// A malformed id is the caller's mistake, as exec's --id:
-				// a usage error before anything is asked of the server.
-				if err := events.ValidID(cf.id); err != nil {
-					return usageErrorf("workspace create: --id: %v", err)
-				}
-			}
 			if err := refuseSecrets(g, "workspace create", typedField{"--name", "name", []string{cf.name, project.Slug(cf.name)}},
 				typedField{"--id", "id", []string{cf.id}}, typedField{"--session", "session id", []string{cf.session}},
 				typedField{"--base", "ref", []string{cf.base}}); err != nil {
 				return err
+			}
+			if cf.id != "" {
+				// A malformed id is the caller's mistake, as exec's --id:
+				// a usage error before anything is asked of the server
+				// (after the secret check: one that is a secret is
+				// refused as one, never quoted).
+				if err := events.ValidID(cf.id); err != nil {
+					return usageErrorf("workspace create: --id: %v", err)
+				}
 			}
 			return withWorkspaces(cmd.Context(), g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
 				p, err := wsadapter.FindProject(v.Projects, cf.project)
@@ -365,14 +367,14 @@ tasks along).`,
 			if df.ws == "" || df.parent == "" {
 				return usageErrorf("task delegate: --workspace and --session are required")
 			}
+			if err := refuseSecrets(g, "task delegate", typedField{"--id", "id", []string{df.id}},
+				typedField{"--session", "session id", []string{df.parent}}, typedField{"--title", "title", []string{df.title}}); err != nil {
+				return err
+			}
 			if df.id != "" {
 				if err := events.ValidID(df.id); err != nil {
 					return usageErrorf("task delegate: --id: %v", err)
 				}
-			}
-			if err := refuseSecrets(g, "task delegate", typedField{"--id", "id", []string{df.id}},
-				typedField{"--session", "session id", []string{df.parent}}, typedField{"--title", "title", []string{df.title}}); err != nil {
-				return err
 			}
 			return withWorkspace(cmd.Context(), g, df.ws, func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
 				t, err := m.Delegate(cmd.Context(), df.id, ws.ID, df.parent, df.title)
