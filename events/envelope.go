@@ -351,3 +351,26 @@ func ByteName(c byte) string {
 	}
 	return fmt.Sprintf(`'\x%02x'`, c)
 }
+
+// IsUUID reports whether s has a UUID's text shape, 8-4-4-4-12
+// hexadecimal digits of either case: the shape of the session ids
+// Claude Code and Codex CLI give their sessions (and name transcripts
+// after).
+func IsUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := range len(s) {
+		switch c := s[i]; i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

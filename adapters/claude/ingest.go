@@ -238,7 +238,7 @@ func (in *Ingester) sessionIDOf(path string) string {
 func (in *Ingester) knowNew(ctx context.Context, ts []Transcript) {
 	var aggs []events.Aggregate
 	for _, t := range ts {
-		if t.Path != "" && !looksLikeUUID(t.SessionID) && !t.Pinned {
+		if t.Path != "" && !events.IsUUID(t.SessionID) && !t.Pinned {
 			continue
 		}
 		if agg, err := SessionAggregate(t.SessionID, ""); err == nil && t.Path != "" {
@@ -276,7 +276,7 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		// Claude Code names a transcript after its session (a UUID); a
 		// file named otherwise (a copy, a recording) is identified by
 		// the sessionId its lines carry.
-		if !looksLikeUUID(t.SessionID) && !t.Pinned {
+		if !events.IsUUID(t.SessionID) && !t.Pinned {
 			id := in.sessionIDOf(t.Path)
 			if id == "" {
 				// No line names it (emptied since it was imported, say):
@@ -432,25 +432,3 @@ func LooksLikeTranscript(path string) (bool, string) {
 // envelope ({"timestamp", "type", "payload"}), none of which a Claude
 // Code transcript line has.
 var codexEnvelopeTypes = map[string]bool{"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true}
-
-// looksLikeUUID reports whether s has the 8-4-4-4-12 hex shape of the
-// session ids Claude Code names transcripts after.
-func looksLikeUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}

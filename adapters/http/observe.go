@@ -406,29 +406,8 @@ func agentSessionShape(id string) string {
 	if strings.HasPrefix(id, "agent-") {
 		return "a Claude Code subagent's session is \"agent-\" and its agent_id"
 	}
-	if len(id) >= 36 && isUUID(id[:36]) {
+	if len(id) >= 36 && events.IsUUID(id[:36]) {
 		return "a Claude Code or Codex CLI session's id begins with a UUID"
 	}
 	return ""
-}
-
-// isUUID reports whether s is a UUID's text: 8-4-4-4-12 hexadecimal
-// digits, either case.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := range len(s) {
-		switch c := s[i]; i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }
