@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A follower of the log's end (FollowRaw, Follow past its catch-up: the
@@ -153,19 +152,8 @@ func (l *Log) rawFollowOnce(ctx context.Context, filter string, next uint64, raw
 		return next, false, err
 	}
 	defer rc.close()
-	cfg := jetstream.ConsumerConfig{
-		FilterSubject:     filter,
-		AckPolicy:         jetstream.AckNonePolicy,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		MemoryStorage:     true,
-		Replicas:          1,
-		InactiveThreshold: 5 * time.Minute,
-	}
-	if next > 1 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, next
-	}
 	cctx, cancel := l.withTimeout(ctx)
-	cons, err := l.js.CreateConsumer(cctx, StreamName, cfg)
+	cons, err := l.js.CreateConsumer(cctx, StreamName, rawConsumer(filter, next))
 	cancel()
 	if err != nil {
 		return next, false, &createError{err}

@@ -222,9 +222,10 @@ func (l *Log) openRaw(ctx context.Context, filter string, from uint64) (*rawOpen
 	return l.openRawOn(ctx, rc, filter, from)
 }
 
-// openRawOn is openRaw over rc, a connection dialRaw dialled: on an
-// error rc is closed.
-func (l *Log) openRawOn(ctx context.Context, rc *rawConn, filter string, from uint64) (*rawOpen, error) {
+// rawConsumer is the consumer a raw read or follow of filter from
+// sequence from (the start when ≤ 1) reads through: unacknowledged, in
+// memory, one replica, removed by the server after 5 minutes unused.
+func rawConsumer(filter string, from uint64) jetstream.ConsumerConfig {
 	cfg := jetstream.ConsumerConfig{
 		FilterSubject:     filter,
 		AckPolicy:         jetstream.AckNonePolicy,
@@ -236,8 +237,14 @@ func (l *Log) openRawOn(ctx context.Context, rc *rawConn, filter string, from ui
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
 	}
+	return cfg
+}
+
+// openRawOn is openRaw over rc, a connection dialRaw dialled: on an
+// error rc is closed.
+func (l *Log) openRawOn(ctx context.Context, rc *rawConn, filter string, from uint64) (*rawOpen, error) {
 	cctx, cancel := l.withTimeout(ctx)
-	cons, err := l.js.CreateConsumer(cctx, StreamName, cfg)
+	cons, err := l.js.CreateConsumer(cctx, StreamName, rawConsumer(filter, from))
 	cancel()
 	if err != nil {
 		rc.close()
