@@ -177,15 +177,8 @@ func shellPathsOnDisk(sc *shell.Script, dir, home string, xdg []string) ([]strin
 		seen[g] = true
 		words = append(words, g)
 	}
-	for _, cmd := range sc.Commands {
-		for _, w := range cmd.Args {
-			add(w)
-		}
-	}
-	for _, rs := range [][]shell.Redirection{sc.Writes, sc.Reads} {
-		for _, rd := range rs {
-			add(rd.Target)
-		}
+	for w := range sc.PathWords() {
+		add(w)
 	}
 	for _, m := range sc.Mentions {
 		// A loop's list, an array's element, a value alone: one word

@@ -763,15 +763,8 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 			out = append(out, r)
 		}
 	}
-	for _, cmd := range sc.Commands {
-		for _, w := range cmd.Args {
-			see(w)
-		}
-	}
-	for _, rs := range [][]shell.Redirection{sc.Writes, sc.Reads} {
-		for _, rd := range rs {
-			see(rd.Target)
-		}
+	for w := range sc.PathWords() {
+		see(w)
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path"
@@ -184,15 +183,8 @@ func walkLinks(roots, out []string, budget int) ([]string, int, bool) {
 			continue
 		}
 		seen[t.dir] = true
-		ents, err := os.ReadDir(t.dir)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return out, budget, false
-		}
-		budget -= len(ents)
-		if budget < 0 {
+		ents, ok := listDir(t.dir, &budget)
+		if !ok {
 			return out, budget, false
 		}
 		for _, e := range ents {

@@ -21,6 +21,7 @@ package shell
 
 import (
 	"fmt"
+	"iter"
 	"path"
 	"regexp"
 	"slices"
@@ -227,6 +228,28 @@ func (s *Script) Opaque() bool {
 		}
 	}
 	return false
+}
+
+// PathWords yields the words a command may take for paths: each
+// command's arguments, in order, then the targets of the writes and of
+// the reads.
+func (s *Script) PathWords() iter.Seq[Word] {
+	return func(yield func(Word) bool) {
+		for _, cmd := range s.Commands {
+			for _, w := range cmd.Args {
+				if !yield(w) {
+					return
+				}
+			}
+		}
+		for _, rs := range [][]Redirection{s.Writes, s.Reads} {
+			for _, rd := range rs {
+				if !yield(rd.Target) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Read reads src, a command line as an agent hands it to bash -c.
