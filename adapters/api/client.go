@@ -193,6 +193,10 @@ func pageNext(raw []byte, n int) (string, int, Stale, error) {
 			err = dec.Decode(&stale.AsOfSeq)
 		case "log_error":
 			err = dec.Decode(&stale.LogError)
+		case "appends_paused_since":
+			err = dec.Decode(&stale.AppendsPausedSince)
+		case "hooks_waiting":
+			err = dec.Decode(&stale.HooksWaiting)
 		default:
 			var skip json.RawMessage
 			err = dec.Decode(&skip)

@@ -75,6 +75,11 @@ type Service struct {
 	// space (diskfull.Pause.String), "" while they go on: a wait for the
 	// hook intake that times out says it.
 	Paused func() string
+	// PausedSince, when set (serve sets it), says since when appends
+	// wait for disk space (zero while they go on): meanwhile a read a
+	// client allows to be stale (AllowStale) does not wait for the hook
+	// payloads the intake took, and says they are not shown.
+	PausedSince func() time.Time
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int
@@ -486,11 +491,9 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 		if stale, err = s.readCaughtUp(ctx); err != nil {
 			return nil, err
 		}
-	} else if s.LogState != nil && staleAllowed(ctx) {
+	} else if staleAllowed(ctx) {
 		// A later page of a stale list is stale too.
-		if since, why := s.LogState(); !since.IsZero() {
-			stale = Stale{LogUnavailableSince: &since, LogError: why, AsOfSeq: s.Store.Checkpoint()}
-		}
+		stale = s.staleNow()
 	}
 	// The page is written by hand around the stored rows: they are
 	// session.State (or session.Summary) JSON already, and at 10,000s of

@@ -30,6 +30,8 @@ func TestPageNext(t *testing.T) {
 		{name: "OldServer", raw: `{"next":"b","rows":2,"sessions":[{},{}]}`, next: "b", rows: 2},
 		{name: "Stale", raw: `{"next":"","rows":1,"log_unavailable_since":"2026-12-02T06:00:00Z","as_of_seq":42,"log_error":"no leader","sessions":[{}]}`,
 			rows: 1, stale: Stale{LogUnavailableSince: &since, AsOfSeq: 42, LogError: "no leader"}},
+		{name: "AppendsPaused", raw: `{"next":"","rows":1,"appends_paused_since":"2026-12-02T06:00:00Z","hooks_waiting":3,"as_of_seq":42,"log_error":"disk full","sessions":[{}]}`,
+			rows: 1, stale: Stale{AppendsPausedSince: &since, HooksWaiting: 3, AsOfSeq: 42, LogError: "disk full"}},
 		{name: "LaterField", raw: `{"next":"c","rows":1,"shard":{"a":[1,2]},"as_of_seq":7,"sessions":[{}]}`, next: "c", rows: 1, stale: Stale{AsOfSeq: 7}},
 		{name: "FieldFirst", raw: `{"as_of_seq":7,"next":"","rows":0,"sessions":[]}`, wantError: true},
 	} {
@@ -50,6 +52,34 @@ func TestPageNext(t *testing.T) {
 				t.Errorf("stale %s, want %s", got, want)
 			}
 		})
+	}
+}
+
+// A stale answer's line says why it is stale: the log not answering, or
+// appends paused with hook payloads waiting in serve's journal.
+func TestStale_Text(t *testing.T) {
+	since := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	now := since.Add(42 * time.Second)
+	for _, c := range []struct {
+		st   Stale
+		want string
+	}{
+		{Stale{}, ""},
+		{Stale{LogUnavailableSince: &since, AsOfSeq: 7, LogError: "no leader"},
+			"log unavailable since 2026-12-02T06:00:00Z (42s): showing the projection as of sequence 7 (no leader)"},
+		{Stale{AppendsPausedSince: &since, AsOfSeq: 7, LogError: "disk full since 2026-12-02T06:00:00Z (/d: 0 bytes free)"},
+			"appends paused since 2026-12-02T06:00:00Z (42s): showing the projection as of sequence 7 (disk full since 2026-12-02T06:00:00Z (/d: 0 bytes free))"},
+		{Stale{AppendsPausedSince: &since, HooksWaiting: 1, AsOfSeq: 7},
+			"appends paused since 2026-12-02T06:00:00Z (42s): 1 hook payload serve took waits in its journal, not shown; showing the projection as of sequence 7"},
+		{Stale{AppendsPausedSince: &since, HooksWaiting: 3, AsOfSeq: 7},
+			"appends paused since 2026-12-02T06:00:00Z (42s): 3 hook payloads serve took wait in its journal, not shown; showing the projection as of sequence 7"},
+	} {
+		if got := c.st.Text(now); got != c.want {
+			t.Errorf("Text = %q\nwant %q", got, c.want)
+		}
+		if got := c.st.IsStale(); got != (c.want != "") {
+			t.Errorf("IsStale of %+v = %v", c.st, got)
+		}
 	}
 }
 

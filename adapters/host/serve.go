@@ -368,6 +368,10 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	svc := w.Service
 	svc.Said = say // before the spool's drain: a payload it sets aside is said
 	svc.Paused = p.Pause.String
+	svc.PausedSince = func() time.Time {
+		since, _, _ := p.Pause.Since()
+		return since
+	}
 	var in *api.Intake
 	if !cfg.Reader {
 		// Opened before any verb is served: hooks taken before a stop

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -227,6 +232,28 @@ func testDiskFull(t *testing.T, part string) {
 		out, err := s.run(ctx, nil, "exec", "--session", "paused-new", "--workspace", ws, "--", "true")
 		if err == nil || !strings.Contains(string(out), "appends paused: disk full since") || !strings.Contains(string(out), "wait in its journal") {
 			t.Errorf("exec on a session whose hooks wait for the disk: %v\n%s", err, out)
+		}
+		// A hook taken into serve's journal now (by its socket, as
+		// logbook-hook sends one with nothing in its spool) waits there
+		// for the disk. A read answers from the projection as it
+		// stands, saying that such hooks are not in it, rather than
+		// failing on the wait for them.
+		req, _ := json.Marshal(api.HookRequest{ID: ulid.Make().String(), Text: fmt.Sprintf(
+			`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-full","prompt":"while the disk is full"}`, d.sid)})
+		ans, err := hooksock.Call(data, req, time.Now().Add(30*time.Second))
+		var reply struct {
+			Data api.HookReply `json:"data"`
+		}
+		if err != nil || json.Unmarshal(ans, &reply) != nil || reply.Data.Queued == 0 {
+			t.Fatalf("hook by the socket while the disk is full: %v: %s, want it queued in the journal", err, ans)
+		}
+		out, err = s.run(ctx, nil, "sessions")
+		if err != nil || !strings.Contains(string(out), "appends paused since") || !strings.Contains(string(out), "in its journal, not shown") {
+			t.Errorf("sessions while a hook waits for the disk: %v\n%q", err, out)
+		}
+		out, err = s.run(ctx, nil, "sessions", "--json")
+		if err != nil || !strings.Contains(string(out), `"appends_paused_since"`) || !strings.Contains(string(out), `"hooks_waiting"`) {
+			t.Errorf("sessions --json while a hook waits for the disk: %v\n%s", err, out)
 		}
 	}
 	time.Sleep(time.Until(full.Add(3 * time.Second)))
