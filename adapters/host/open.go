@@ -203,7 +203,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 		}
 		var err error
 		if c.RequireServer {
-			err = fmt.Errorf("%s needs a running server: start `logbook serve`", strings.TrimPrefix(c.Cmd, "logbook "))
+			err = noServerError{strings.TrimPrefix(c.Cmd, "logbook ")}
 		} else {
 			if err := dd.ForeignError(); err != nil {
 				return nil, err
@@ -473,3 +473,17 @@ func OpenLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait 
 	}
 	return l, err
 }
+
+// ErrNoServer is what an Open with RequireServer fails with (errors.Is)
+// when no server answers for the data dir: none runs, or the one that
+// ran has stopped.
+var ErrNoServer = errors.New("no server answers for the data dir")
+
+// noServerError is ErrNoServer for the command cmd ("sessions").
+type noServerError struct{ cmd string }
+
+func (e noServerError) Error() string {
+	return fmt.Sprintf("%s needs a running server: start `logbook serve`", e.cmd)
+}
+
+func (e noServerError) Is(target error) bool { return target == ErrNoServer }

@@ -316,3 +316,56 @@ func TestLockOver_WriterHolderRefused(t *testing.T) {
 		t.Errorf("waiting said %q, want %q", &said, want)
 	}
 }
+
+// TestSessionsWatch_OutlivesServe: `sessions --watch` whose serve stops
+// says so and waits, keeping its last drawing, rather than exiting; once
+// serve runs again it says so and draws again, with what was appended
+// meanwhile; it ends with exit 0 on SIGINT.
+func TestSessionsWatch_OutlivesServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs real processes")
+	}
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
+	p := followProcs{t: t, bin: soakBuild(t), data: filepath.Join(t.TempDir(), "data")}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var log syncBuffer
+	s := p.serve(ctx, &log)
+	p.hooks(ctx, "hooks-before.jsonl")
+
+	var out, errs syncBuffer
+	w := p.cmd(ctx, "sessions", "--watch", "--all")
+	w.Stdout, w.Stderr = &out, &errs
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- w.Wait() }()
+	waitSaid(t, &out, "-- ", 1)
+
+	p.stop(s)
+	waitSaid(t, &errs, "the server stopped: waiting for one to answer for the data dir", 1)
+	select {
+	case err := <-exited:
+		t.Fatalf("the watch exited when serve stopped: %v\nstdout:\n%s\nstderr:\n%s", err, &out, &errs)
+	case <-time.After(2 * time.Second):
+	}
+	drawings := strings.Count(out.String(), "-- ")
+
+	if !strings.Contains(out.String(), "working") {
+		t.Fatalf("the drawing before serve stopped shows no working session:\n%s", &out)
+	}
+	s = p.serve(ctx, &log)
+	waitSaid(t, &errs, "following through logbook serve pid", 1)
+	p.hooks(ctx, "hooks-after.jsonl") // the turn ends: the session is ready
+	waitFor(t, time.Minute, "a drawing with the session ready after serve came back", func() bool {
+		d := strings.Split(out.String(), "-- ")
+		return len(d) > drawings+1 && strings.Contains(d[len(d)-1], "ready")
+	}, func() string { return fmt.Sprintf("stdout:\n%s\nstderr:\n%s", &out, &errs) })
+
+	w.Process.Signal(syscall.SIGINT)
+	if err := <-exited; err != nil {
+		t.Errorf("watch on SIGINT: %v\nstderr:\n%s", err, &errs)
+	}
+	p.stop(s)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,7 +67,7 @@ is appended (through the running server).`,
 	fl.BoolVar(&f.All, "all", false, "also list ended sessions last active over a day ago")
 	fl.BoolVar(&f.Tree, "tree", false, "list subagents under their parent session, with a SUBAGENTS column: the parent's running/total, each subagent's card")
 	fl.BoolVar(&f.wide, "wide", false, "every column, whole ids and paths")
-	fl.BoolVar(&f.watch, "watch", false, "redraw the list whenever a session changes, until interrupted (needs a running server)")
+	fl.BoolVar(&f.watch, "watch", false, "redraw the list whenever a session changes, until interrupted (needs a running server; one that stops is waited for)")
 	return cmd
 }
 
@@ -202,13 +203,45 @@ func measureCards(ctx context.Context, g *globals, call api.Caller, cards []sess
 // they come, redrawing at most every watchSettle) and every minute for
 // the relative times, until ctx ends. On a terminal each drawing replaces
 // the last; piped, drawings follow one another, each after a line
-// "-- HH:MM:SS".
+// "-- HH:MM:SS". A server that stops is waited for, said on stderr (the
+// last drawing stays), and followed again once one answers for the data
+// dir, from a new drawing: a restart of serve does not end the watch.
 func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 	g.requireServer = true
 	b, err := openBackend(ctx, g)
 	if err != nil {
 		return err
 	}
+	for {
+		err := watchStretch(ctx, g, f, b)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, errReopen) {
+			return err
+		}
+		fmt.Fprintf(g.stderr, "%s: the server stopped: waiting for one to answer for the data dir\n", g.cmdName)
+		if b, err = awaitServer(ctx, g); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		how := "the server"
+		if dd, err := resolveDataDir(g.data); err == nil {
+			if si, ok := dd.readServeInfo(); ok {
+				how = fmt.Sprintf("logbook serve pid %d", si.PID)
+			}
+		}
+		fmt.Fprintf(g.stderr, "%s: following through %s\n", g.cmdName, how)
+	}
+}
+
+// watchStretch is one stretch of watchSessions on b, which it closes: it
+// ends with errReopen when the connection to the server was lost or
+// taken again on the way (the server stopped, or was restarted), with
+// nil when ctx ends, and with any other error as it comes.
+func watchStretch(ctx context.Context, g *globals, f *sessionsFlags, b *backend) error {
 	defer b.Close()
 	if b.down != nil {
 		return fmt.Errorf("--watch follows the log, which does not answer: %s (without --watch the list comes from the projection)", host.UnavailableText(*b.down.LogUnavailableSince, b.down.LogError))
@@ -235,8 +268,33 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 		return listSessionsOnce(ctx, g, b.call, f, now)
 	}
 	// A burst of events settles into one drawing.
-	return term.Redraw(ctx, "session", changed, feed, time.Minute, watchSettle, draw)
+	err = term.Redraw(ctx, "session", changed, feed, time.Minute, watchSettle, draw)
+	if err != nil && b.remote && (!b.nc.IsConnected() || b.nc.Stats().Reconnects > 0) {
+		return errReopen
+	}
+	return err
 }
+
+// awaitServer opens a backend through the server that answers for the
+// data dir, polling every watchRetry while none does, until ctx ends
+// (then it returns ctx's error). Errors other than there being no
+// server are returned at once.
+func awaitServer(ctx context.Context, g *globals) (*backend, error) {
+	for {
+		b, err := openBackend(ctx, g)
+		if err == nil || !errors.Is(err, host.ErrNoServer) {
+			return b, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(watchRetry):
+		}
+	}
+}
+
+// watchRetry is how often a watch whose server stopped looks for one.
+const watchRetry = 500 * time.Millisecond
 
 // watchSettle is how long --watch waits after an event for the ones
 // that follow it, before it draws.
