@@ -767,10 +767,12 @@ func (g *Gate) Answer(ctx context.Context, sess, id, verdict, reason, actor, ref
 	return r, app.Last, nil
 }
 
-// Sweep decides every gate review of st left open past its budget —
-// what a server that stopped while one was pending leaves — as
-// timed_out, or unavailable when its budget has not run out yet but
-// nothing waits for it any more (no hook is waiting after a restart). A
+// Sweep decides every gate review of st left open — what a server that
+// stopped while one was pending leaves — as unavailable, whether or not
+// its budget has run out since: the hook that asked was answered
+// without a verdict when the server went away ("the gate gave no
+// verdict: the Logbook server went away …", a deny), which is what
+// unavailable tells an agent, not the "try once more" of timed_out. A
 // review decided meanwhile by someone else is left as it is. It returns
 // how many it decided.
 func (g *Gate) Sweep(ctx context.Context, st session.State, why string) (int, error) {
@@ -778,9 +780,6 @@ func (g *Gate) Sweep(ctx context.Context, st session.State, why string) (int, er
 	n := 0
 	for _, p := range st.Pending {
 		a := review.Answer{Outcome: events.ReviewUnavailable, Risk: p.Risk, By: events.DecidedBy{Kind: events.DecidedByTimeout, Name: "serve restart"}, Reason: why}
-		if g.now().Sub(p.RequestedAt) >= time.Duration(p.BudgetMS)*time.Millisecond {
-			a.Outcome = events.ReviewTimedOut
-		}
 		if err := g.answer(ctx, agg, p.ID, a, "", ulid.Make().String()); err != nil {
 			return n, err
 		}

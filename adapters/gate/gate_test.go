@@ -368,6 +368,41 @@ func TestGate_SweepAfterAStop(t *testing.T) {
 	}
 }
 
+// A review a stopped server left open is swept unavailable, as its hook
+// told the agent ("the gate gave no verdict: the Logbook server went
+// away"), even when the server comes back after the review's budget ran
+// out: not timed_out, which would tell the agent it may try again.
+func TestGate_SweepPastBudgetIsUnavailable(t *testing.T) {
+	r := newRig(t, `review = ["Bash(git push:*)"]`)
+	r.hook("UserPromptSubmit", map[string]any{"prompt": "push it"})
+	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": "git push"}, "tool_use_id": "toolu_1"})
+	// The first server's gate waits for a verdict; it is the server that
+	// went away (its wait is ended only once the sweep has decided).
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.gate.Decide(ctx, Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"git push"}`), ID: "toolu_1", Ref: ref, BudgetMS: 60_000})
+		errc <- err
+	}()
+	waitPending(t, r.gate, r.sess, "toolu_1")
+	// The next server starts an hour later: the budget ran out long ago.
+	later := &Gate{Sessions: r.gate.Sessions, Log: r.gate.Log, Policies: r.gate.Policies, Budget: r.gate.Budget, Poll: r.gate.Poll,
+		Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	agg := events.Aggregate{Kind: events.KindSession, ID: r.sess}
+	st, _ := later.Sessions.State(t.Context(), agg)
+	if n, err := later.Sweep(t.Context(), st, "serve stopped with the review open"); err != nil || n != 1 {
+		t.Fatalf("swept %d: %v, want the open review", n, err)
+	}
+	st, _ = later.Sessions.State(t.Context(), agg)
+	d, ok := st.DecidedReview("toolu_1")
+	if !ok || d.Outcome != events.ReviewUnavailable || d.Verdict != "deny" {
+		t.Errorf("swept review %+v %v, want deny, unavailable", d, ok)
+	}
+	cancel()
+	<-errc
+}
+
 // A context that ends by a deadline it did not announce (Deadline says
 // none, so the budget was not cut to it) does not end the wait: only the
 // budget and a cancellation do; the person's answer within the budget is
