@@ -337,10 +337,15 @@ func Commands(w io.Writer, cs []command.State, withSession bool) error {
 			status += " (evicted)"
 		}
 		// Duration and output size are recorded when the process exits:
-		// before that they are not known, not zero.
+		// before that they are not known, not zero. An abandoned
+		// command's output size is what its dead worker stored, which
+		// the abandonment records; its duration is not known.
 		dur, output := "-", "-"
-		if c.Status == command.StatusExited {
+		switch c.Status {
+		case command.StatusExited:
 			dur = (time.Duration(c.DurationMS) * time.Millisecond).String()
+			output = strconv.FormatInt(c.OutputBytes, 10)
+		case command.StatusAbandoned:
 			output = strconv.FormatInt(c.OutputBytes, 10)
 		}
 		// The program as named, path and all: /tmp/ws/ls is not ls.

@@ -3,6 +3,7 @@ package term
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,31 @@ func TestCommandsTableNamesTheProgramWhole(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "/tmp/ws/ls -la") || !strings.Contains(buf.String(), "not run") {
 		t.Errorf("commands table:\n%s", buf.String())
+	}
+}
+
+// TestCommandsTableAbandonedOutput: an abandoned command shows the
+// output its dead worker stored (the abandonment records it), and no
+// duration, which nobody knows; a running one shows neither.
+func TestCommandsTableAbandonedOutput(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	cs := []command.State{
+		{ID: "c1", Session: "s1", Status: command.StatusAbandoned, OutputBytes: 4321, Mode: "read_only", RequestedAt: now, Argv: []string{"make"}},
+		{ID: "c2", Session: "s1", Status: command.StatusStarted, Mode: "read_only", RequestedAt: now, Argv: []string{"make"}},
+	}
+	var buf bytes.Buffer
+	if err := Print(&buf, func(w io.Writer) error { return Commands(w, cs, false) }); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("commands table:\n%s", buf.String())
+	}
+	if f := strings.Fields(lines[1]); !slices.Contains(f, "4321") || !slices.Contains(f, "-") {
+		t.Errorf("abandoned row %q, want output 4321 and duration -", lines[1])
+	}
+	if f := strings.Fields(lines[2]); slices.Contains(f, "0") {
+		t.Errorf("running row %q shows a size", lines[2])
 	}
 }
 
