@@ -185,14 +185,33 @@ func resolveStep(p string) (string, bool) {
 }
 
 // pathMatchesResolved reports whether file matches path glob spec as
-// written or as the kernel resolves it now (resolvedPath): deny and
-// review rules win on either reading.
+// written, or as the kernel resolves it now: cleaned first
+// (resolvedPath), and component by component, a ".." after a symbolic
+// link taken from the link's target, and a leading "~" as the home
+// directory and as a folder of dir (pathReadings): deny and review rules
+// win on any reading.
 func pathMatchesResolved(spec, file, dir string) bool {
 	if pathMatches(spec, file, dir) {
 		return true
 	}
-	r := resolvedPath(file, dir)
-	return r != "" && pathMatches(spec, r, dir)
+	if r := resolvedPath(file, dir); r != "" && pathMatches(spec, r, dir) {
+		return true
+	}
+	abs := file
+	if !filepath.IsAbs(abs) && dir != "" {
+		abs = dir + "/" + file
+	}
+	if filePathUnresolvable(abs) {
+		// Through a magic link the kernel resolves it in the agent's
+		// process, not the gate's: the built-in review takes it.
+		return false
+	}
+	for _, r := range pathReadings(file, dir) {
+		if pathMatches(spec, r, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // homeReading returns a redirection target that starts with "~" or "~/"

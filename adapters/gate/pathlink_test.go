@@ -151,6 +151,63 @@ review = ["Write(@R/rev/**)"]`, "@R", root)
 	}
 }
 
+// TestDecide_DotDotAfterALink checks that a ".." after a symbolic link
+// is read as the kernel reads it, from the link's target, by the deny and
+// review rules: ok/up/../etc/x, with ok/up a link to a folder beside etc,
+// is etc/x to the kernel, not ok/etc/x (its letters cleaned).
+func TestDecide_DotDotAfterALink(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"ok", "etc/sub", "side/deep"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ok/up/.. is etc to the kernel, ok/in/.. is side; both are ok by
+	// their letters.
+	for link, to := range map[string]string{"ok/up": "etc/sub", "ok/in": "side/deep"} {
+		if err := os.Symlink(filepath.Join(root, to), filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := strings.ReplaceAll(`allow = ["Bash(echo:*)", "Bash(cat:*)", "Write(@R/**)", "Read(@R/**)", "Edit(@R/**)"]
+deny = ["Write(@R/etc/**)", "Edit(@R/etc/**)", "Read(@R/etc/**)"]
+review = ["Write(@R/side/x)"]`, "@R", root)
+	pols := linkPolicies(t, src)
+	for _, tc := range []struct{ cmd, want string }{
+		{`echo x > @R/ok/up/../x`, ActionDeny},
+		{`cat < @R/ok/up/../x`, ActionDeny},
+		{`echo x > @R/ok/in/../x`, ActionReview},
+		{`echo x > @R/ok/plain`, ActionAllow},
+	} {
+		cmd := strings.ReplaceAll(tc.cmd, "@R", root)
+		if m := Decide(pols, bash(cmd)); m.Action != tc.want {
+			t.Errorf("%q: %+v, want %q", cmd, m, tc.want)
+		}
+	}
+	c := bash(`echo x > up/../x`)
+	c.Dir = filepath.Join(root, "ok")
+	if m := Decide(pols, c); m.Action != ActionDeny {
+		t.Errorf("relative, .. after a link: %+v, want deny", m)
+	}
+	for _, tc := range []struct{ tool, f, want string }{
+		{"Write", "@R/ok/up/../x", ActionDeny},
+		{"Edit", "@R/ok/up/../x", ActionDeny},
+		{"Read", "@R/ok/up/../x", ActionDeny},
+		{"Write", "@R/ok/in/../x", ActionReview},
+		{"Write", "@R/ok/plain", ActionAllow},
+	} {
+		f := strings.ReplaceAll(tc.f, "@R", root)
+		if m := Decide(pols, file(tc.tool, f)); m.Action != tc.want {
+			t.Errorf("%s %s: %+v, want %q", tc.tool, f, m, tc.want)
+		}
+	}
+	w := file("Write", "up/../x")
+	w.Dir = filepath.Join(root, "ok")
+	if m := Decide(pols, w); m.Action != ActionDeny {
+		t.Errorf("Write relative, .. after a link: %+v, want deny", m)
+	}
+}
+
 // TestDecide_UnknownTargetsMeetFileRules checks that a redirection whose
 // target or source the gate cannot know (a parameter, a substitution, a
 // glob, a brace list, "~user", a magic link) is reviewed, never allowed,
@@ -184,7 +241,8 @@ func TestDecide_UnknownTargetsMeetFileRules(t *testing.T) {
 		{`echo x > {/etc,/tmp/ok}/x`, ActionReview, ActionReview, ActionAllow},
 		{`echo x > {/tmp/a,/tmp/b,/tmp/c,/etc}/x`, ActionReview, ActionReview, ActionAllow},
 		{`echo x > /tmp/{1..3}`, ActionReview, ActionReview, ActionAllow},
-		{`echo x > ~root/../etc/x`, ActionReview, ActionReview, ActionReview},
+		// ~root is read as root's home too: /root/../etc/x is /etc/x.
+		{`echo x > ~root/../etc/x`, ActionDeny, ActionReview, ActionReview},
 		{`echo x > ~root/x`, ActionReview, ActionReview, ActionAllow},
 		{`echo x > /proc/self/root/tmp/ok/x`, ActionReview, ActionReview, ActionReview},
 		{`echo x > "$(echo /etc)/x"`, ActionReview, ActionReview, ActionReview},

@@ -747,13 +747,16 @@ func treeMayHold(spec, dir, cwd string) bool {
 		if d == "" {
 			continue
 		}
+		raw := d
 		if !filepath.IsAbs(d) {
 			if cwd == "" {
 				continue
 			}
-			d = filepath.Join(cwd, d)
+			d, raw = filepath.Join(cwd, d), cwd+"/"+d
 		}
-		for _, r := range []string{filepath.Clean(d), resolvedPath(d, cwd)} {
+		// A ".." after a link is taken from the link's target by the
+		// kernel (kernelPath), not from its letters.
+		for _, r := range []string{filepath.Clean(d), resolvedPath(d, cwd), kernelPath(raw)} {
 			if r == "" {
 				continue
 			}

@@ -751,15 +751,20 @@ func aliasPaths(sc *shell.Script, dir string) []string {
 		if !w.Static || n >= maxResolved || w.Value == "" || strings.HasPrefix(w.Value, "-") {
 			return
 		}
-		p := w.Value
+		p, raw := w.Value, w.Value
 		if !filepath.IsAbs(p) {
 			if dir == "" {
 				return
 			}
-			p = filepath.Join(dir, p)
+			p, raw = filepath.Join(dir, p), dir+"/"+p
 		}
 		n++
 		if r := resolvedPath(p, ""); r != "" {
+			out = append(out, r)
+		}
+		// A ".." after a link, from the link's target, as the kernel
+		// takes it (p's letters were cleaned first).
+		if r := kernelPath(raw); r != "" && r != p {
 			out = append(out, r)
 		}
 	}
