@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,6 +206,25 @@ review = ["Write(@R/side/x)"]`, "@R", root)
 	w.Dir = filepath.Join(root, "ok")
 	if m := Decide(pols, w); m.Action != ActionDeny {
 		t.Errorf("Write relative, .. after a link: %+v, want deny", m)
+	}
+	// A search of the tree ok/up/.. searches etc.
+	call := func(tool string, in map[string]any) Call {
+		b, _ := json.Marshal(in)
+		return Call{Tool: tool, Input: b, Dir: filepath.Join(root, "ok")}
+	}
+	search := linkPolicies(t, strings.ReplaceAll(`allow = ["Grep", "Glob", "Read(@R/ok/**)"]
+deny = ["Read(@R/etc/**)"]`, "@R", root))
+	for _, c := range []Call{
+		call("Grep", map[string]any{"pattern": "key", "path": root + "/ok/up/.."}),
+		call("Glob", map[string]any{"pattern": "**/*", "path": root + "/ok/up/.."}),
+		call("Glob", map[string]any{"pattern": root + "/ok/up/../**"}),
+	} {
+		if m := Decide(search, c); m.Action == ActionAllow {
+			t.Errorf("%s %s: %+v, want it held by the deny of etc", c.Tool, c.Input, m)
+		}
+	}
+	if m := Decide(search, call("Grep", map[string]any{"pattern": "key", "path": root + "/ok/in/.."})); m.Action != ActionAllow {
+		t.Errorf("Grep of side, through ok/in/..: %+v, want allow", m)
 	}
 }
 

@@ -672,16 +672,18 @@ func searchMayRead(spec, dirPath, pattern, tool, dir string) bool {
 		case strings.HasPrefix(pattern, "/"):
 			root = "/" + pre
 		case pre != "":
-			root = filepath.Join(root, pre)
+			root = root + "/" + pre
 		}
 	}
 	if !filepath.IsAbs(root) {
 		if dir == "" {
 			return true
 		}
-		root = filepath.Join(dir, root)
+		root = dir + "/" + root
 	}
-	for _, r := range []string{filepath.Clean(root), resolvedPath(root, dir)} {
+	// root is as written (its letters not cleaned): a ".." after a link
+	// is taken from the link's target by the kernel (kernelPath).
+	for _, r := range []string{filepath.Clean(root), resolvedPath(root, dir), kernelPath(root)} {
 		if r == "" {
 			continue
 		}
