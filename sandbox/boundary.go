@@ -478,7 +478,10 @@ func (l layout) args(rep string, argv []string) []string {
 // bubblewrap's first process, with no reporter, no status, block or hold
 // descriptors, no workspace lock or placeholders (bubblewrap makes the
 // mount points of missing protected names in the workspace, and they
-// stay), no process, memory or cgroup limits, no output capture. It is
+// stay), no process, memory or cgroup limits, no output capture.
+// bubblewrap runs under an argv[0] (BoundaryMarker) naming this process,
+// which is to start the command itself: once this process is gone,
+// SweepBoundaries kills what is left of it. It is
 // bubblewrap's own cost of a command, for a benchmark to set beside Start's (logbook bench); a
 // command run this way is held to none of Start's limits, and its end
 // is reported as bubblewrap reports it (a signal as 128+N), so nothing
@@ -515,7 +518,7 @@ func BoundaryCommand(ctx context.Context, spec Spec) (*exec.Cmd, error) {
 		}
 	}
 	c := exec.CommandContext(ctx, bw)
-	c.Args = append([]string{bw}, pl.layout.args("", pl.args)...)
+	c.Args = append([]string{boundaryArgv0()}, pl.layout.args("", pl.args)...)
 	c.Env, c.Dir = pl.env, pl.dir
 	return c, nil
 }

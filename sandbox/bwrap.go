@@ -59,7 +59,8 @@ func probe(ctx context.Context, bw string) error {
 	system, links := systemMounts()
 	args := append(boundaryBase(system, links, DefaultTmpBytes), "--ro-bind", bw, bw, "--", bw, "--version")
 	cmd := exec.CommandContext(ctx, bw, args...)
-	cmd.Env = []string{} // not the worker's
+	cmd.Args[0] = boundaryArgv0() // see SweepBoundaries
+	cmd.Env = []string{}          // not the worker's
 	cmd.Dir = "/"
 	// Once bwrap has ended, or ctx has, its output is awaited only
 	// probeWaitDelay: a process of its namespace still holding the pipe
@@ -72,7 +73,9 @@ func probe(ctx context.Context, bw string) error {
 	// it waiting for good (bubblewrap 0.8.0). It stays in bubblewrap's
 	// session, which is the probe's own: a cancel kills the session, and
 	// so does a probe that did not succeed, once bubblewrap is reaped
-	// (what is left of the session keeps its id from being reused).
+	// (what is left of the session keeps its id from being reused). A
+	// probe whose own process dies in that window leaves the child to
+	// SweepBoundaries, which knows it by its argv[0] (BoundaryMarker).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
 	out, err := cmd.CombinedOutput()

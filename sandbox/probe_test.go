@@ -24,23 +24,7 @@ import (
 // parent-death signal after that wait). The probe runs bubblewrap in a
 // session of its own and kills the whole session.
 func TestProbe_CancelledLeavesNoProcess(t *testing.T) {
-	requireBwrap(t)
-	sys, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A copy at a path of this test's own names the test's processes.
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bw := filepath.Join(dir, "bwrap")
-	if err := sandboxtest.CopyExecutable(sys, bw); err != nil {
-		t.Fatal(err)
-	}
-	if err := probe(context.Background(), bw); err != nil {
-		t.Skipf("bubblewrap cannot build the boundary here: %v", err)
-	}
+	bw := probeCopy(t)
 	const tries = 80
 	for i := range tries {
 		// From 0 to 4 ms after the start, in steps of 50 µs.
@@ -67,8 +51,33 @@ func TestProbe_CancelledLeavesNoProcess(t *testing.T) {
 	}
 }
 
-// processesOf returns the pids of the processes whose executable path,
-// as their command line's first argument, is exe.
+// probeCopy returns a copy of bubblewrap at a path of the test's own,
+// which the probe's arguments name, so that its processes are the
+// test's; it skips the test where bubblewrap cannot build the boundary.
+func probeCopy(t *testing.T) string {
+	t.Helper()
+	requireBwrap(t)
+	sys, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bw := filepath.Join(dir, "bwrap")
+	if err := sandboxtest.CopyExecutable(sys, bw); err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(context.Background(), bw); err != nil {
+		t.Skipf("bubblewrap cannot build the boundary here: %v", err)
+	}
+	return bw
+}
+
+// processesOf returns the pids of the processes with exe among their
+// arguments: a probe's bubblewrap (argv[0] its marker, exe bound and run
+// in the boundary) and what it forks, until one execs.
 func processesOf(t *testing.T, exe string) []int {
 	t.Helper()
 	des, err := os.ReadDir("/proc")
@@ -85,8 +94,11 @@ func processesOf(t *testing.T, exe string) []int {
 		if err != nil {
 			continue
 		}
-		if arg0, _, _ := bytes.Cut(cmdline, []byte{0}); string(arg0) == exe {
-			pids = append(pids, pid)
+		for arg := range bytes.SplitSeq(cmdline, []byte{0}) {
+			if string(arg) == exe {
+				pids = append(pids, pid)
+				break
+			}
 		}
 	}
 	return pids

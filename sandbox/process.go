@@ -303,7 +303,10 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 		}
 		p.layout = pl.layout
 		p.limits.LinkedReadOnly, p.limits.LinkedWith = p.layout.links.files, p.layout.links.others
-		cmd.Args = append([]string{pl.path}, pl.layout.args(rep, pl.args)...)
+		// argv[0] names this process (BoundaryMarker): should it die
+		// before bubblewrap lets its first child go on, a sweep finds
+		// that child by it (SweepBoundaries).
+		cmd.Args = append([]string{boundaryArgv0()}, pl.layout.args(rep, pl.args)...)
 	}
 	spec.trace(StepPrepared)
 	p.start = time.Now()
