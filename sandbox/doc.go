@@ -246,4 +246,9 @@
 // (Process.Cgroup: where no limits can be delegated, a FullAccess command
 // still gets an empty one as a handle on its tree), else with KillTree,
 // from the pid, start time and boot id recorded when the command started.
+// Every bubblewrap the package starts runs under an argv[0] that names
+// the process that started it (BoundaryMarker), which its first child
+// keeps; SweepBoundaries kills those whose starter is gone, with no
+// record needed: bubblewrap's first child, blocked until bubblewrap lets
+// it go on, outlives a bubblewrap killed in the meantime.
 package sandbox

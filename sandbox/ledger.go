@@ -384,27 +384,33 @@ func syncDir(dir string) error {
 // many placeholders it removed and the first error met (it goes on past
 // it). A missing dir holds nothing.
 //
-// A dead process's record that still names the bubblewrap process its
-// start forked has that process's tree killed first (KillTree: the
-// leader if it is still that process, and what is left of its session):
-// bubblewrap's first child waits, blocked, for bubblewrap to let it go on
-// (its user namespace's maps), and takes its parent-death signal only
-// after that wait; bubblewrap killed in between by its own parent-death
-// signal (the worker died) leaves that child blocked for good, pid 1 of
-// an empty pid namespace (bubblewrap 0.8.0). killed says how many
-// processes that signalled.
+// Before any record is read, what dead processes' bubblewrap left
+// running is killed (SweepBoundaries, which needs no record: a
+// boundary still being set up makes missing mount points in its
+// workspace). bubblewrap's first child waits, blocked, for bubblewrap to
+// let it go on (its user namespace's maps), and takes its parent-death
+// signal only after that wait; bubblewrap killed in between by its own
+// parent-death signal (the worker died) leaves that child blocked for
+// good, pid 1 of an empty pid namespace (bubblewrap 0.8.0). A dead
+// process's record that still names the bubblewrap process its start
+// forked has that process's tree killed too (KillTree: the leader if it
+// is still that process, and what is left of its session): a bubblewrap
+// an earlier version started carries no marker. killed says how many
+// processes the two signalled.
 func SweepPlaceholders(dir string) (removed, killed int, err error) {
-	ents, rerr := os.ReadDir(dir)
-	if errors.Is(rerr, fs.ErrNotExist) {
-		return 0, 0, nil
-	}
-	if rerr != nil {
-		return 0, 0, fmt.Errorf("placeholder ledger: %w", rerr)
-	}
 	note := func(e error) {
 		if err == nil && e != nil {
 			err = e
 		}
+	}
+	killed, err = SweepBoundaries()
+	ents, rerr := os.ReadDir(dir)
+	if errors.Is(rerr, fs.ErrNotExist) {
+		return 0, killed, err
+	}
+	if rerr != nil {
+		note(fmt.Errorf("placeholder ledger: %w", rerr))
+		return 0, killed, err
 	}
 	boot := BootID()
 	for _, e := range ents {

@@ -35,10 +35,11 @@ import (
 // boundary leaves a sandbox that lives on: bubblewrap's setup process
 // takes its parent-death signal only once its mounts are made, and makes
 // missing mount points on the host through the workspace's bind. It is
-// killed by the next sweep (SweepPlaceholders); until then the workspace
-// is not locked against it. The lock is not handed to bubblewrap to
-// close that gap: a descriptor the sandbox's pid 1 holds, the command
-// can open through /proc/1/fd (bubblewrap 0.8.0).
+// killed by the next sweep (SweepBoundaries, which SweepPlaceholders
+// runs); until then the workspace is not locked against it. The lock is
+// not handed to bubblewrap to close that gap: a descriptor the sandbox's
+// pid 1 holds, the command can open through /proc/1/fd (bubblewrap
+// 0.8.0).
 //
 // A ReadOnly command in a workspace where a WorkspaceWrite command runs
 // does not wait: it mounts the workspace itself, not paths in it, unless a

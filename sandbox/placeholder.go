@@ -124,7 +124,9 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 // made (one write, not waited on to reach the disk). Start calls it once
 // bubblewrap is forked, so that the write overlaps bubblewrap's start
 // rather than delaying it, and is made well before bubblewrap forks its
-// own first child, the process a sweep must be able to find. The
+// own first child, the process a sweep must be able to find (and finds
+// without it by its argv[0], should the worker die before the write:
+// see SweepBoundaries). The
 // placeholders are recorded by name (and Since) before they are made,
 // which is what a sweep needs; the inodes only narrow what it takes for
 // a placeholder. Should the write fail or be lost, the record made

@@ -176,8 +176,9 @@ type Spec struct {
 	// child blocked for good (killed before it let that child go on, see
 	// SweepPlaceholders); SweepPlaceholders removes the one and kills the
 	// other. "" records nothing: what a dead worker left stays until the
-	// next WorkspaceWrite command in that workspace ends. Ignored in
-	// FullAccess.
+	// next WorkspaceWrite command in that workspace ends, but for
+	// bubblewrap's processes, which SweepBoundaries finds without a
+	// record. Ignored in FullAccess.
 	Ledger string
 	// Hold starts a restricted command's boundary but not the command:
 	// bubblewrap sets its sandbox up and waits until Process.Release, so
