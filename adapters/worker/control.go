@@ -508,11 +508,20 @@ func (w *Worker) sweepCgroups() {
 	}
 }
 
-// sweepPlaceholders removes the placeholders that dead worker processes
-// of this host recorded in the ledger and left in workspaces (see
-// sandbox.SweepPlaceholders).
+// sweepPlaceholders kills what dead processes' bubblewrap left running
+// on this host (see sandbox.SweepBoundaries) and removes the
+// placeholders that dead worker processes of this host recorded in the
+// ledger and left in workspaces (see sandbox.SweepPlaceholders, which
+// kills the former first). Without a ledger it does the former alone.
 func (w *Worker) sweepPlaceholders() {
 	if w.cfg.Ledger == "" {
+		killed, err := sandbox.SweepBoundaries()
+		if err != nil {
+			w.log.Warn("sweep sandboxes of dead workers", "err", err)
+		}
+		if killed > 0 {
+			w.log.Warn("killed what dead workers' sandboxes left running", "processes", killed)
+		}
 		return
 	}
 	removed, killed, err := sandbox.SweepPlaceholders(w.cfg.Ledger)

@@ -126,13 +126,16 @@ type Config struct {
 	// process they fork (as sandbox.Spec.Ledger), so that what a worker
 	// killed mid-command left is removed, and killed, when a worker
 	// starts, when one finds a dead worker, and every LedgerSweep
-	// (sandbox.SweepPlaceholders); "" records nothing.
+	// (sandbox.SweepPlaceholders); "" records nothing. What a dead
+	// process's bubblewrap left running is killed at those times, ledger
+	// or not (sandbox.SweepBoundaries).
 	Ledger string
-	// LedgerSweep is how often the worker sweeps Ledger besides those
-	// times: a worker process of the host that died with no started
-	// command (killed while a boundary was held, before its
-	// command.started) leaves nothing to abandon, and what its
-	// bubblewrap left waits for this sweep. 0 means DefaultLedgerSweep.
+	// LedgerSweep is how often the worker sweeps Ledger, and what dead
+	// processes' bubblewrap left, besides those times: a worker process
+	// of the host that died with no started command (killed while a
+	// boundary was held, before its command.started) leaves nothing to
+	// abandon, and what its bubblewrap left waits for this sweep. 0
+	// means DefaultLedgerSweep.
 	LedgerSweep time.Duration
 	// Pins is the directory, in the data dir, where the workers of this
 	// host record each session's directory, resolved, as the first of
