@@ -37,7 +37,10 @@ import (
 // as well; what the boundary execs (the reporter, the command) has an
 // argv of its own. It reads as bwrap's own name in ps(1) listings
 // (ps -eo pid,cmd | grep bwrap finds it), and SweepBoundaries takes a
-// process carrying it whose starter no longer runs as left behind.
+// process carrying it whose starter no longer runs as left behind. The
+// command can read it in its boundary (/proc/1/cmdline), as it can all
+// of bubblewrap's arguments: the starter's host pid, which names nothing
+// it can reach from its own pid namespace.
 const BoundaryMarker = "logbook-bwrap:"
 
 // markerMax bounds the length of an argv[0] that carries BoundaryMarker:
