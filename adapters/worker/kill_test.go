@@ -247,17 +247,29 @@ func TestHelperHeldBoundary(t *testing.T) {
 // A worker process killed while it holds a boundary (its command not yet
 // started, so nothing for another worker to abandon) leaves bubblewrap's
 // sandbox waiting for good; a live worker of the host kills it at its
-// next ledger sweep, and the command never ran.
+// next ledger sweep, and the command never ran. Without a ledger, which
+// records nothing, the sweep finds it all the same (by the marker its
+// argv[0] carries, see sandbox.SweepBoundaries).
 func TestWorker_SweepsAHeldBoundaryOfADeadWorker(t *testing.T) {
 	needBwrap(t)
+	for _, withLedger := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ledger=%v", withLedger), func(t *testing.T) {
+			sweepsAHeldBoundary(t, withLedger)
+		})
+	}
+}
+
+// sweepsAHeldBoundary is TestWorker_SweepsAHeldBoundaryOfADeadWorker,
+// the worker and the killed one recording in a ledger or not.
+func sweepsAHeldBoundary(t *testing.T, withLedger bool) {
 	e := newEnv(t, false)
-	ledger := filepath.Join(t.TempDir(), "ledger")
+	ledger := ""
+	if withLedger {
+		ledger = filepath.Join(t.TempDir(), "ledger")
+	}
 	cfg := e.workerConfig()
 	cfg.Ledger, cfg.LedgerSweep = ledger, 200*time.Millisecond
 	e.startWorker(cfg)
-	// Its consumers come after its start's sweeps: only a later sweep can
-	// find what the helper leaves.
-	e.waitFor("the worker's consumers", func() bool { return e.consumers() > 0 })
 	// Its consumers come after its start's sweeps: only a later sweep can
 	// find what the helper leaves.
 	e.waitFor("the worker's consumers", func() bool { return e.consumers() > 0 })
