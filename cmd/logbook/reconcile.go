@@ -211,8 +211,10 @@ func (f liveFlags) reconciler(b *backend, svc *api.Service, stderr io.Writer) *r
 			return 0, err
 		}
 		// A runner killed mid-check left its sandbox's placeholders in the
-		// worktree; its ledger names them, and they go before its run is
-		// ended. The records of live processes are kept for a later pass,
+		// worktree, and may have left bubblewrap's first child running;
+		// the sweep kills the one (by the marker it carries, see
+		// sandbox.SweepBoundaries) and removes the others, which its
+		// ledger names, before its run is ended. The records of live processes are kept for a later pass,
 		// and so the sweep runs on every pass, not only while a run is
 		// open: the process a record names may die after its run ended.
 		if _, _, err := sandbox.SweepPlaceholders(b.dd.path(placeholderLedger)); err != nil {
