@@ -431,3 +431,16 @@ func TestProbe_KilledCallerLeavesNoProcess(t *testing.T) {
 	}
 	t.Logf("%d processes of %d killed probes outlived them; the sweep killed %d processes", before, tries, killed)
 }
+
+// BenchmarkSweepBoundaries is one sweep of this host's processes (none
+// left by a dead starter, as a rule): its cost is one read of
+// /proc/<pid>/cmdline per process.
+func BenchmarkSweepBoundaries(b *testing.B) {
+	names, _ := filepath.Glob("/proc/[0-9]*")
+	for b.Loop() {
+		if _, err := SweepBoundaries(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(names)), "procs")
+}
