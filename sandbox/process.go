@@ -823,8 +823,12 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 		// lead to the rest of the tree: without any, no scan.
 		p.killTreeLocked(!p.restricted && !lonelyLeader(p.pid))
 	}
-	if p.cg != nil {
+	if p.cg != nil && !p.restricted {
 		// And what left the group, where a cgroup holds the whole tree.
+		// A restricted command's tree is its sandbox's PID namespace,
+		// which the SIGKILL above ends: its cgroup is emptied once
+		// the sandbox is awaited (below), where the kernel has killed
+		// the rest, so that no kill round waits for the kernel.
 		p.cg.kill()
 	}
 	releaseTree(p.tree)
@@ -858,6 +862,9 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 		// nothing in the boundary runs (nor can see their mounts
 		// detached).
 		p.awaitSandbox()
+		if p.cg != nil {
+			p.cg.kill() // what is left, if the sandbox could not be awaited
+		}
 	}
 	trace(StepReaped)
 	// The tree is gone: what is left on the host goes beside the
