@@ -92,7 +92,10 @@
 // them through a symbolic link, and refusing where it cannot open one (a
 // command could make a directory unreadable to pass the lock by); once it holds them it resolves every path again and
 // refuses (ErrRefused) if one now resolves elsewhere than when it was
-// planned. No command can swap a directory for a symbolic link between
+// planned. A start of a spec like one this process started before takes
+// the locks that one took first and plans once, under them: that plan
+// stands if it locks the very same directories, and is the start's first
+// plan otherwise. No command can swap a directory for a symbolic link between
 // the search and the mounts: two WorkspaceWrite
 // commands in one workspace, or one in a directory below another's, run
 // one after the other, the second waiting for as long as its context

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -101,8 +103,12 @@ func (l *layout) locks() []lockReq {
 // start: it cannot be locked, so a command there could go unseen. On success l.held
 // owns the descriptors (unlock lets them go); on failure nothing is held.
 // Its errors wrap ErrRefused, and ctx's error when it is done.
-func (l *layout) lock(ctx context.Context) error {
-	for _, r := range l.locks() {
+func (l *layout) lock(ctx context.Context) error { return l.lockAll(ctx, l.locks()) }
+
+// lockAll is lock of the directories reqs (in locks' order) rather than
+// l's own.
+func (l *layout) lockAll(ctx context.Context, reqs []lockReq) error {
+	for _, r := range reqs {
 		f, err := openDir(r.path)
 		if errors.Is(err, unix.ELOOP) {
 			l.unlock()
@@ -318,31 +324,171 @@ func Busy(spec Spec) bool {
 // moved meanwhile, as always. One Start takes the plan; any other plans
 // afresh. s must not be changed between the two calls but for Trace,
 // Hold and Probed.
+//
+// Where a start of a spec like s (see lockKey) has locked before, Busy
+// tries the directories that start locked and plans nothing: the next
+// Start takes those locks first and plans once, under them (see
+// lockHints); should one of them be gone or have become a symbolic
+// link by then, that Start is refused, as one on Busy's plan would be.
+// A hint whose directories cannot all be locked as they are now is
+// dropped, and Busy plans. While another command holds a hinted lock
+// the spec is busy, even one Start would refuse once it is free.
 func (s *Spec) Busy() bool {
 	s.planned = nil
 	if s.Mode == FullAccess {
 		return false
 	}
+	key := s.lockKey()
+	if reqs := lockHints.get(key); reqs != nil {
+		switch err := tryLocks(reqs); {
+		case errors.Is(err, context.Canceled):
+			return true
+		case err == nil:
+			s.planned = &planOnce{hint: reqs}
+			return false
+		}
+		lockHints.drop(key)
+	}
 	pl, err := validate(*s)
 	if err != nil || !pl.restricted {
 		return false
 	}
-	if busyLocks(pl.layout) {
+	if errors.Is(tryLocks(pl.layout.locks()), context.Canceled) {
 		return true
 	}
 	s.planned = &planOnce{pl: pl}
 	return false
 }
 
-// busyLocks reports whether taking layout l's locks would now wait. l is
-// a copy: the locks it takes (one try each) are let go at once.
-func busyLocks(l layout) bool {
+// tryLocks tries to take the locks reqs without waiting and lets go of
+// what it took at once: an error wrapping context.Canceled means one is
+// held by another command (busy), another error that one cannot be
+// taken at all (see lock).
+func tryLocks(reqs []lockReq) error {
 	// A command of this process that has ended lets its locks go in a
 	// moment: not busy.
-	awaitReleases(l.locks(), releaseGoneWait)
+	awaitReleases(reqs, releaseGoneWait)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // one try each, no wait
-	err := l.lock(ctx)
+	var l layout
+	err := l.lockAll(ctx, reqs)
 	l.unlock()
-	return errors.Is(err, context.Canceled)
+	return err
+}
+
+// lockHints remembers, for this process, the directories the last
+// restricted start of each spec (by lockKey) locked, as locks returned
+// them for its plan made under those locks. A start of a like spec
+// takes them before it plans (lockFirst): if the plan it then makes,
+// under them, locks the very same directories, that plan is as fresh
+// as the second plan a start makes under its locks otherwise, and
+// stands alone; if not, the start lets them go and plans as without a
+// hint. A hint never decides what is mounted or protected, only which
+// locks come first: a stale one costs a plan, never a guarantee. It
+// holds at most maxLockHints specs.
+var lockHints lockHintSet
+
+// maxLockHints bounds lockHints; past it, it starts afresh.
+const maxLockHints = 256
+
+// lockHintSet is the type of lockHints. Safe for concurrent use.
+type lockHintSet struct {
+	mu   sync.Mutex
+	m    map[string][]lockReq
+	hits atomic.Int64 // starts planned once under hinted locks, for tests
+}
+
+// get returns the hint for key, nil if none; the caller must not
+// change it.
+func (h *lockHintSet) get(key string) []lockReq {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[key]
+}
+
+// drop forgets the hint for key.
+func (h *lockHintSet) drop(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, key)
+}
+
+// put makes reqs the hint for key; the set keeps reqs.
+func (h *lockHintSet) put(key string, reqs []lockReq) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || len(h.m) >= maxLockHints {
+		h.m = map[string][]lockReq{}
+	}
+	h.m[key] = reqs
+}
+
+// lockKey names what decides the locks of a restricted start of s: its
+// mode, workspace, home, allowlist, hidden paths, kept directories and
+// /etc watch. Two specs with one key plan the same locks while the file
+// system stays as it is.
+func (s *Spec) lockKey() string {
+	home, _ := envValue(s.Env, "HOME")
+	var b strings.Builder
+	b.WriteString(string(s.Mode))
+	for _, p := range []string{s.Workspace, home, fmt.Sprintf("%p", s.Etc)} {
+		b.WriteByte(0)
+		b.WriteString(p)
+	}
+	for _, a := range s.Allow {
+		b.WriteString("\x00a")
+		b.WriteString(a.String())
+	}
+	for _, h := range s.Hidden {
+		b.WriteString("\x00h")
+		b.WriteString(h)
+	}
+	for _, k := range s.Keep {
+		b.WriteString("\x00k")
+		b.WriteString(k)
+	}
+	return b.String()
+}
+
+// lockFirst begins a restricted start of spec (lockKey key) with the
+// locks reqs, those lockHints holds for it (or Busy found free for
+// it, with busy true), and plans under them. locked: they are the very
+// locks of the plan pl, which its layout holds (layout.held: claim
+// takes no more, nor plans again). planned without locked: pl was made
+// under other locks than its own, which are let go: it is a start's
+// first plan, made outside its locks, and the caller goes on with it
+// as such. Neither: reqs cannot all be had as they would be otherwise
+// (a directory gone, or become a symbolic link), the hint is dropped
+// and nothing is held; with busy that is an error instead, as for a
+// start on Busy's plan. err is validate's, or the lock's (wrapping
+// ErrRefused, and ctx's error when ctx ended the wait).
+func lockFirst(ctx context.Context, spec Spec, key string, reqs []lockReq, busy bool) (pl plan, planned, locked bool, err error) {
+	var held layout
+	if err := held.lockAll(ctx, reqs); err != nil {
+		if busy || ctx.Err() != nil {
+			return plan{}, false, false, fmt.Errorf("start %q in mode %s: %w", argv0(spec.Argv), spec.Mode, err)
+		}
+		lockHints.drop(key)
+		return plan{}, false, false, nil
+	}
+	pl, err = validate(spec)
+	if err != nil {
+		held.unlock()
+		return plan{}, false, false, err
+	}
+	if !slices.Equal(pl.layout.locks(), reqs) {
+		held.unlock()
+		return pl, true, false, nil
+	}
+	pl.layout.held = held.held
+	lockHints.hits.Add(1)
+	return pl, true, true, nil
+}
+
+// argv0 is argv[0], "" for an empty argv: for messages.
+func argv0(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	return argv[0]
 }

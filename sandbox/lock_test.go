@@ -398,7 +398,7 @@ func TestStart_BusyPlanTakenOnce(t *testing.T) {
 	if res, err := p.Wait(); err != nil || res.ExitCode != 0 {
 		t.Fatalf("on Busy's plan: %+v, %v", res, err)
 	}
-	if _, ok := s.planned.take(); ok {
+	if _, _, ok := s.planned.take(); ok {
 		t.Error("the plan was left for a second Start")
 	}
 	p, err = Start(context.Background(), s, nil) // plans afresh

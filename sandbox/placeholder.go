@@ -50,10 +50,14 @@ func isPlaceholder(fi fs.FileInfo) bool {
 // (scan) and decides the top-level protected names: one that exists is
 // bound read-only (l.protected), one that is missing or is a placeholder
 // is kept missing (l.absentDirs, l.absentFiles), its placeholder made if
-// need be. release ends it. Its errors wrap ErrRefused.
+// need be. release ends it. Its errors wrap ErrRefused. A nil replan
+// says l was planned under its locks, which it holds already
+// (lockFirst): claim neither takes them nor plans again.
 func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error {
-	if err := l.lock(ctx); err != nil {
-		return err
+	if replan != nil {
+		if err := l.lock(ctx); err != nil {
+			return err
+		}
 	}
 	// The names missing now are recorded (durably: one fdatasync) before any
 	// placeholder is made, in one write for them all (one found missing
@@ -72,25 +76,27 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 	} else {
 		recorded <- nil
 	}
-	fresh, err := replan()
-	if err == nil {
-		if d := l.differs(fresh); d != "" {
-			err = errors.New(d)
-		} else {
-			// The same but for the places mounts show hidden paths
-			// at: those of the mount table as it is now are covered.
-			l.hideDirs, l.hideFiles, l.aliases = fresh.hideDirs, fresh.hideFiles, fresh.aliases
+	if replan != nil {
+		fresh, err := replan()
+		if err == nil {
+			if d := l.differs(fresh); d != "" {
+				err = errors.New(d)
+			} else {
+				// The same but for the places mounts show hidden paths
+				// at: those of the mount table as it is now are covered.
+				l.hideDirs, l.hideFiles, l.aliases = fresh.hideDirs, fresh.hideFiles, fresh.aliases
+			}
 		}
-	}
-	if err != nil {
-		<-recorded
-		l.release()
-		return fmt.Errorf("%w: workspace %s changed while the command waited for it: %v", ErrRefused, l.ws, err)
+		if err != nil {
+			<-recorded
+			l.release()
+			return fmt.Errorf("%w: workspace %s changed while the command waited for it: %v", ErrRefused, l.ws, err)
+		}
 	}
 	if l.mode != WorkspaceWrite {
 		return nil
 	}
-	err = l.scan(l.extra)
+	err := l.scan(l.extra)
 	if rerr := <-recorded; err == nil && rerr != nil {
 		err = fmt.Errorf("%w: workspace %s: %v: run it in read_only or full_access", ErrRefused, l.ws, rerr)
 	}

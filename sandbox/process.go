@@ -168,7 +168,10 @@ type Process struct {
 // as a probe, which costs about as much as the boundary itself, unless
 // spec.Probed says the caller did so already. A spec (*Spec).Busy has
 // just planned is started on that plan, not planned again before its
-// locks are taken. A restricted start takes
+// locks are taken; one like a spec this process started before takes
+// the locks that start took first and plans once, under them, when
+// that plan locks the same directories (see lockHints). A restricted
+// start takes
 // locks on the host, held until the command's boundary is gone: a
 // WorkspaceWrite start its workspace, exclusively (see the package
 // documentation). It waits for another command's for as long as ctx lets
@@ -179,10 +182,30 @@ type Process struct {
 // --die-with-parent watches the OS thread that called Start: do not call it
 // from a goroutine locked to a thread (runtime.LockOSThread) that may exit
 // while the command runs.
-func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
-	pl, ok := spec.planned.take() // (*Spec).Busy's, made a moment ago
+func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr error) {
+	pl, hint, planned := spec.planned.take() // (*Spec).Busy's, made a moment ago
+	busy := hint != nil                      // Busy found the hinted locks free
+	planned = planned && !busy
 	var err error
-	if !ok {
+	var key string  // restricted: spec's lockKey, for lockHints
+	locked := false // pl was planned under its own locks, which it holds until claim
+	if spec.Mode.restricted() {
+		key = spec.lockKey()
+		if !busy && !planned {
+			hint = lockHints.get(key)
+		}
+		if hint != nil {
+			if pl, planned, locked, err = lockFirst(ctx, spec, key, hint, busy); err != nil {
+				return nil, err
+			}
+		}
+	}
+	defer func() {
+		if rerr != nil && locked {
+			pl.layout.unlock() // failed before claim took them over
+		}
+	}()
+	if !planned {
 		if pl, err = validate(spec); err != nil {
 			return nil, err
 		}
@@ -291,6 +314,9 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			again, err := validate(spec)
 			return again.layout, err
 		}
+		if locked {
+			replan, locked = nil, false // claim's from here on
+		}
 		pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
 		if err := pl.layout.claim(ctx, replan); err != nil {
 			p.closeFiles()
@@ -302,6 +328,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (*Process, error) {
 			return nil, fmt.Errorf("start %q in mode %s: %w", pl.name, spec.Mode, err)
 		}
 		p.layout = pl.layout
+		lockHints.put(key, p.layout.locks())
 		p.limits.LinkedReadOnly, p.limits.LinkedWith = p.layout.links.files, p.layout.links.others
 		// argv[0] names this process (BoundaryMarker): should it die
 		// before bubblewrap lets its first child go on, a sweep finds

@@ -197,26 +197,29 @@ type Spec struct {
 	// for concurrent use; it must not call the Process's methods.
 	Trace func(Step, time.Time)
 
-	// planned is the plan (*Spec).Busy made of this spec, which the
-	// Start that follows takes in place of planning again; nil: Start
-	// plans.
+	// planned is the plan (*Spec).Busy made of this spec, or the
+	// locks it found free in its stead (lockHints), which the Start
+	// that follows takes in place of planning again; nil: Start plans.
 	planned *planOnce
 }
 
-// planOnce is a plan made ahead of Start (by (*Spec).Busy), taken by
+// planOnce is a plan made ahead of Start (by (*Spec).Busy), or the
+// hinted locks Busy tried in its stead (hint, with no plan), taken by
 // one Start only: a copy of the Spec that holds it, started again,
 // plans afresh.
 type planOnce struct {
 	pl    plan
+	hint  []lockReq // not nil: no plan, but these locks were free
 	taken atomic.Bool
 }
 
-// take returns the plan if no Start has taken it yet.
-func (o *planOnce) take() (plan, bool) {
+// take returns the plan, or the hint, if no Start has taken it yet;
+// ok is false if there is neither.
+func (o *planOnce) take() (pl plan, hint []lockReq, ok bool) {
 	if o == nil || !o.taken.CompareAndSwap(false, true) {
-		return plan{}, false
+		return plan{}, nil, false
 	}
-	return o.pl, true
+	return o.pl, o.hint, true
 }
 
 // Step is a point of a command's start or end that Spec.Trace reports,
