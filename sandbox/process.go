@@ -295,16 +295,29 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 		p.status, p.statusR, block = f[0], bufio.NewReader(f[0]), f[3]
 		p.report = f[4]
 	}
-	p.setLimits(pl)
-	if p.cg != nil && p.cg.v2 {
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, p.cg.fd
+	// A restricted start makes the cgroup while it claims the workspace:
+	// neither waits for the other, and the kernel spends a good part of
+	// a millisecond on each.
+	limitsSet := make(chan struct{})
+	if pl.restricted {
+		go func(pl plan) {
+			defer close(limitsSet)
+			p.setLimits(pl)
+		}(pl)
+	} else {
+		p.setLimits(pl)
+		close(limitsSet)
 	}
 
 	// Descriptors the worker inherited (serve 7>>file) are not close-on-exec;
 	// the command must get none of them.
 	if err := closeInheritedOnExec(); err != nil {
+		<-limitsSet
 		p.closeFiles()
 		closeAll(child...)
+		if p.cg != nil {
+			p.cg.remove()
+		}
 		return nil, fmt.Errorf("start %q: %w", pl.name, err)
 	}
 	if pl.restricted {
@@ -318,7 +331,9 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 			replan, locked = nil, false // claim's from here on
 		}
 		pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
-		if err := pl.layout.claim(ctx, replan); err != nil {
+		err := pl.layout.claim(ctx, replan)
+		<-limitsSet
+		if err != nil {
 			p.closeFiles()
 			closeAll(child...)
 			closeAll(block)
@@ -334,6 +349,9 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 		// before bubblewrap lets its first child go on, a sweep finds
 		// that child by it (SweepBoundaries).
 		cmd.Args = append([]string{boundaryArgv0()}, pl.layout.args(rep, pl.args)...)
+	}
+	if p.cg != nil && p.cg.v2 {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, p.cg.fd
 	}
 	spec.trace(StepPrepared)
 	p.start = time.Now()
