@@ -868,7 +868,7 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 		// lead to the rest of the tree: without any, no scan.
 		p.killTreeLocked(!p.restricted && !lonelyLeader(p.pid))
 	}
-	if p.cg != nil && !p.restricted {
+	if p.cg != nil && (!p.restricted || werr != nil) {
 		// And what left the group, where a cgroup holds the whole tree.
 		// A restricted command's tree is its sandbox's PID namespace,
 		// which the SIGKILL above ends: its cgroup is emptied once
