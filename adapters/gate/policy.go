@@ -964,8 +964,42 @@ func (ps *Policies) load(p string) *loaded {
 // program known only when it runs. Risk is the highest class any policy
 // gives c (each policy's Decide says its own). c's command line is
 // read once, and each policy's guard runs once.
+//
+// A shell command that changes its directory (cd, pushd, popd) is judged
+// from every directory it may run its commands in (scriptDirs), each
+// reading on its own: the strictest action any reading gives wins, and
+// an allow needs every reading to allow.
 func Decide(pols []*Policy, c Call) Match {
 	c = c.parsed()
+	if c.sh == nil {
+		return decideIn(pols, c)
+	}
+	dirs := scriptDirs(c.sh, c.Dir)
+	if len(dirs) <= 1 {
+		return decideIn(pols, c)
+	}
+	var out Match
+	risk := ""
+	for i, d := range dirs {
+		cc := c
+		cc.Dir = d
+		m := decideIn(pols, cc)
+		risk = review.MaxRisk(risk, m.Risk)
+		switch sm, so := strictness(m.Action), strictness(out.Action); {
+		case i == 0:
+			out = m
+		case sm >= 2 && sm > so:
+			out = m // deny over review over the rest, from any reading
+		case so < 2 && sm == 0:
+			out = m // no rule matches this reading: nothing is allowed
+		}
+	}
+	out.Risk = risk
+	return out
+}
+
+// decideIn is Decide of c from its own directory alone.
+func decideIn(pols []*Policy, c Call) Match {
 	var first Match
 	risk := ""
 	for _, p := range pols {
@@ -978,4 +1012,101 @@ func Decide(pols []*Policy, c Call) Match {
 	}
 	first.Risk = risk
 	return first
+}
+
+// maxScriptDirs bounds the directories scriptDirs follows a command
+// into; a command that may reach more is judged with a fault (never
+// allowed).
+const maxScriptDirs = 64
+
+// scriptDirs returns the directories sc's commands may run in, dir (the
+// call's; "" unknown) first, as bash moves among them: each cd or pushd
+// to a word known before it runs leads from every directory reached so
+// far to that word read from it, both as bash's cd reads it by default
+// (its letters cleaned: a ".." after a link takes the link's folder) and
+// as the kernel resolves it (cd -P: from the link's target); "~" and no
+// operand lead to the home directory. A cd may fail, or run in a
+// subshell or a branch not taken, so every directory reached stays
+// possible; cd -, popd and a pushd of the stack's entries lead only to
+// directories reached already. A cd to a word known only when it runs
+// adds nothing here: the guards review such a command. More than
+// maxScriptDirs directories, or a relative cd from an unknown
+// directory, add a fault to sc.
+func scriptDirs(sc *shell.Script, dir string) []string {
+	dirs := []string{dir}
+	seen := map[string]bool{dir: true}
+	add := func(d string) bool {
+		if d == "" || seen[d] {
+			return true
+		}
+		if len(dirs) == maxScriptDirs {
+			sc.Faults = append(sc.Faults, fmt.Sprintf("the command may change to more than %d directories", maxScriptDirs))
+			return false
+		}
+		seen[d] = true
+		dirs = append(dirs, d)
+		return true
+	}
+	for _, cmd := range sc.Commands {
+		for len(cmd.Args) > 1 && cmd.Args[0].Static && (cmd.Args[0].Value == "builtin" || cmd.Args[0].Value == "command") {
+			cmd.Args = cmd.Args[1:]
+		}
+		if len(cmd.Args) == 0 || !cmd.Args[0].Static {
+			continue
+		}
+		switch path.Base(cmd.Args[0].Value) {
+		case "cd", "pushd":
+		default:
+			continue
+		}
+		var target *shell.Word
+		for i := 1; i < len(cmd.Args); i++ {
+			a := cmd.Args[i]
+			if a.Static && a.Value == "--" {
+				if i+1 < len(cmd.Args) {
+					target = &cmd.Args[i+1]
+				}
+				break
+			}
+			if a.Static && strings.HasPrefix(a.Value, "-") && a.Value != "-" {
+				continue // -P, -L, -e, -@
+			}
+			if a.Static && (strings.HasPrefix(a.Value, "+") || a.Value == "-") {
+				break // cd -, pushd +N: a directory reached already
+			}
+			target = &cmd.Args[i]
+			break
+		}
+		to := ""
+		switch {
+		case target == nil:
+			if len(cmd.Args) > 1 {
+				continue
+			}
+			to = homeReading("~") // cd alone: the home directory
+		case !target.Static:
+			continue
+		case strings.HasPrefix(target.Value, "~"):
+			to = homeReading(target.Value)
+		default:
+			to = target.Value
+		}
+		if to == "" {
+			continue
+		}
+		for _, d := range slices.Clone(dirs) {
+			raw := to
+			if !filepath.IsAbs(to) {
+				if d == "" {
+					sc.Faults = append(sc.Faults, "a relative cd from a directory the gate does not know")
+					return dirs
+				}
+				raw = d + "/" + to
+			}
+			if !add(filepath.Clean(raw)) || !add(kernelPath(raw)) {
+				return dirs
+			}
+		}
+	}
+	return dirs
 }

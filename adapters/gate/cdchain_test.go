@@ -1,0 +1,59 @@
+package gate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDecide_CdChain checks that a command which changes its directory
+// (cd, pushd, in a subshell or not, -P or not) is judged from every
+// directory it may run its commands in: a relative word after the cd is
+// read from where the cd leads, by the deny and review rules and the
+// data dir's guard alike, and an allow holds only where every reading
+// allows.
+func TestDecide_CdChain(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	for _, d := range []string{"proj", "secret/sub", "home/.cache/a/b", "home/.local/share/logbook"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "proj/sl")); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(home, ".local/share/logbook")
+	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cp:*)", "Bash(cd:*)", "Bash(pushd:*)", "Write(@R/proj/**)"]
+deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
+	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor(data), pol}
+	for _, tc := range []struct{ cmd, want string }{
+		{`cd @R/secret && echo pwned > key.txt`, ActionDeny},
+		{`cd @R/secret && cp /etc/hostname key.txt`, ActionDeny},
+		{`cd @R && echo x > secret/y`, ActionDeny},
+		{`(cd sl; echo x > y)`, ActionDeny},
+		{`pushd sl; echo x > y`, ActionDeny},
+		{`cd @R/secret && cat < key.txt`, ActionDeny},
+		{`cd -P sl && echo x > y`, ActionDeny},
+		{`builtin cd sl && echo x > y`, ActionDeny},
+		{`cd ~/.cache/a/b && cd ../../../.local/share && cat logbook/creds.json`, ActionReview},
+		{`cd ~/.local && cat share/logbook/creds.json`, ActionReview},
+		{`cd sl/sub && cd ../../../home/.local/share && ls logbook`, ActionReview},
+		{`cd @R/proj && echo x > y`, ActionAllow},
+		{`echo x > y && cd @R/proj`, ActionAllow},
+		{`cd sub2 && echo x > y`, ActionAllow},
+	} {
+		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))
+		c.Dir = filepath.Join(root, "proj")
+		if m := Decide(pols, c); m.Action != tc.want {
+			t.Errorf("%q: %+v, want %q", tc.cmd, m, tc.want)
+		}
+	}
+}
