@@ -57,3 +57,38 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 		}
 	}
 }
+
+// TestDecide_LinkMadeInTheLine checks that a path under a link an ln of
+// the same command line makes (symbolic or hard, into a folder or with
+// -t) meets the deny and review rules as what the link stands for.
+func TestDecide_LinkMadeInTheLine(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"proj/d1", "secret"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "secret/key.txt"), []byte("k"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.ReplaceAll(`allow = ["Bash(ln:*)", "Bash(echo:*)", "Bash(mkdir:*)", "Bash(cat:*)", "Write(@R/proj/**)"]
+deny = ["Write(@R/secret/**)", "Read(@R/secret/**)"]`, "@R", root)
+	pols := linkPolicies(t, src)
+	for _, tc := range []struct{ cmd, want string }{
+		{`ln -s @R/secret nl && echo x > nl/y`, ActionDeny},
+		{`ln -s @R/secret/key.txt kl2 && echo x > kl2`, ActionDeny},
+		{`mkdir d2 && ln -s @R/secret d2/l && echo x > d2/l/y`, ActionDeny},
+		{`ln @R/secret/key.txt hard && echo x > hard`, ActionDeny},
+		{`ln -sf ../secret nl && echo x > nl/y`, ActionDeny},
+		{`ln -s @R/secret d1 && echo x > d1/secret/y`, ActionDeny},
+		{`ln -st d1 @R/secret && echo x > d1/secret/y`, ActionDeny},
+		{`ln -s @R/secret nl && cat < nl/key.txt`, ActionDeny},
+		{`ln -s @R/proj/d1 nl && echo x > nl/y`, ActionAllow},
+	} {
+		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))
+		c.Dir = filepath.Join(root, "proj")
+		if m := Decide(pols, c); m.Action != tc.want {
+			t.Errorf("%q: %+v, want %q", tc.cmd, m, tc.want)
+		}
+	}
+}

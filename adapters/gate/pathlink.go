@@ -288,3 +288,159 @@ func linkGuarded(c Call) bool {
 	}
 	return false
 }
+
+// maxLinkReadings bounds the links linkReadings follows for one path.
+const maxLinkReadings = 64
+
+// scriptLinks returns the links the ln commands of sc may make (GNU
+// coreutils ln: ln [OPTION]... TARGET... [DIRECTORY|LINK_NAME], -t DIR,
+// -T), each as the absolute path of the name made and the absolute
+// path it stands for (a symbolic link's target read from the link's
+// folder, a hard link's from dir), read from dir; words known only when
+// the command runs are left out (no reading of them is certain).
+func scriptLinks(sc *shell.Script, dir string) map[string]string {
+	var links map[string]string
+	abs := func(p, from string) string {
+		if strings.HasPrefix(p, "~") {
+			return homeReading(p)
+		}
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		if from == "" {
+			return ""
+		}
+		return filepath.Join(from, p)
+	}
+	for _, cmd := range sc.Commands {
+		if len(cmd.Args) < 2 || !cmd.Args[0].Static || filepath.Base(cmd.Args[0].Value) != "ln" {
+			continue
+		}
+		symbolic, noDir, into := false, false, ""
+		var ops []string
+		known := true
+		for i := 1; i < len(cmd.Args); i++ {
+			a := cmd.Args[i]
+			if !a.Static {
+				known = false
+				break
+			}
+			v := a.Value
+			switch {
+			case v == "--":
+				for _, w := range cmd.Args[i+1:] {
+					if !w.Static {
+						known = false
+					}
+					ops = append(ops, w.Value)
+				}
+				i = len(cmd.Args)
+			case v == "-t" || v == "--target-directory":
+				if i+1 < len(cmd.Args) {
+					into = cmd.Args[i+1].Value
+					i++
+				}
+			case strings.HasPrefix(v, "--target-directory="):
+				into = strings.TrimPrefix(v, "--target-directory=")
+			case v == "-S" || v == "--suffix":
+				i++
+			case v == "--symbolic":
+				symbolic = true
+			case v == "--no-target-directory":
+				noDir = true
+			case strings.HasPrefix(v, "--"):
+			case strings.HasPrefix(v, "-") && v != "-":
+				symbolic = symbolic || strings.Contains(v, "s")
+				noDir = noDir || strings.Contains(v, "T")
+				if j := strings.IndexAny(v, "tS"); j >= 0 {
+					if j == len(v)-1 && i+1 < len(cmd.Args) {
+						if v[j] == 't' {
+							into = cmd.Args[i+1].Value
+						}
+						i++
+					} else if v[j] == 't' {
+						into = v[j+1:]
+					}
+				}
+			default:
+				ops = append(ops, v)
+			}
+		}
+		if !known || len(ops) == 0 {
+			continue
+		}
+		type made struct{ name, target string }
+		var ms []made
+		switch {
+		case into != "":
+			for _, t := range ops {
+				ms = append(ms, made{filepath.Join(into, filepath.Base(t)), t})
+			}
+		case len(ops) == 1:
+			ms = append(ms, made{filepath.Base(ops[0]), ops[0]})
+		case len(ops) == 2 && noDir:
+			ms = append(ms, made{ops[1], ops[0]})
+		case len(ops) == 2:
+			// LINK_NAME, or a directory the link is made in: both.
+			ms = append(ms, made{ops[1], ops[0]}, made{filepath.Join(ops[1], filepath.Base(ops[0])), ops[0]})
+		default:
+			last := ops[len(ops)-1]
+			for _, t := range ops[:len(ops)-1] {
+				ms = append(ms, made{filepath.Join(last, filepath.Base(t)), t})
+			}
+		}
+		for _, m := range ms {
+			name := abs(m.name, dir)
+			from := dir
+			if symbolic {
+				from = filepath.Dir(name)
+			}
+			target := abs(m.target, from)
+			if name == "" || target == "" {
+				continue
+			}
+			if links == nil {
+				links = map[string]string{}
+			}
+			links[name] = target
+		}
+	}
+	return links
+}
+
+// linkReadings returns the other paths p (absolute, or relative to dir)
+// names once the links sc's ln commands may make exist (scriptLinks): p
+// under such a link's name is also that path under what it stands for,
+// link after link, at most maxLinkReadings of them.
+func linkReadings(sc *shell.Script, p, dir string) []string {
+	links := scriptLinks(sc, dir)
+	if len(links) == 0 {
+		return nil
+	}
+	if !filepath.IsAbs(p) {
+		if dir == "" {
+			return nil
+		}
+		p = filepath.Join(dir, p)
+	}
+	p = filepath.Clean(p)
+	var out []string
+	seen := map[string]bool{p: true}
+	for todo := []string{p}; len(todo) > 0 && len(out) < maxLinkReadings; {
+		q := todo[0]
+		todo = todo[1:]
+		for name, target := range links {
+			rest, ok := strings.CutPrefix(q, name)
+			if !ok || rest != "" && !strings.HasPrefix(rest, "/") {
+				continue
+			}
+			r := filepath.Clean(target + rest)
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+				todo = append(todo, r)
+			}
+		}
+	}
+	return out
+}

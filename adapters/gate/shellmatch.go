@@ -467,6 +467,13 @@ func (pt Pattern) shellMatch(c Call, sc *shell.Script) (ok bool, through string)
 		if pathMatchesResolved(pt.Spec, rd.Target.Value, c.Dir) {
 			return true, ""
 		}
+		// Through a link an ln of the same line makes (ln -s secret s
+		// && echo x > s/y; a hard link, ln secret/f h && echo x > h).
+		for _, l := range linkReadings(sc, rd.Target.Value, c.Dir) {
+			if pathMatchesResolved(pt.Spec, l, c.Dir) {
+				return true, ""
+			}
+		}
 		if h := homeReading(rd.Target.Value); h != "" && pathMatchesResolved(pt.Spec, h, c.Dir) {
 			return true, ""
 		}
