@@ -14,11 +14,11 @@ import (
 func DataDirServer(d datadir.Dir, r datadir.Reach) func() (Server, error) {
 	return func() (Server, error) {
 		if _, _, err := r.CredsOptions(); err != nil {
-			return Server{}, fmt.Errorf("%w, so no verdict can be made; the call is kept in the spool", err)
+			return Server{}, fmt.Errorf("%w, so no verdict can be made"+keptNote, err)
 		}
 		url, opts, ok := d.ServerURL(r)
 		if !ok {
-			return Server{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made; the call is kept in the spool", d.Path("serve.json"))
+			return Server{}, fmt.Errorf("no Logbook server is running (no %s), so no verdict can be made"+keptNote, d.Path("serve.json"))
 		}
 		srv := Server{URL: url, Opts: opts, Role: d.ConnRole(r)}
 		if si, ok := d.ReadServeInfo(); ok {

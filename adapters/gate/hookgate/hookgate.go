@@ -10,6 +10,7 @@
 package hookgate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,6 +130,10 @@ func (a *Asker) Ask(ctx context.Context, payload []byte) (gate.Verdict, error) {
 	// A payload spooled before (behind waiting ones) gets its verdict
 	// after: recorded if the server has not delivered it yet. The
 	// verdict of a cut payload names the whole input's digest.
+	//
+	// When the spool takes neither, the deny's reason says the call is
+	// not kept, rather than that it is.
+	var spoolErr error // the spool's refusal of this payload, when it was spooled ahead
 	failKept := func(err error) (gate.Verdict, error) {
 		why := err.Error()
 		if a.Redact != nil {
@@ -136,13 +141,19 @@ func (a *Asker) Ask(ctx context.Context, payload []byte) (gate.Verdict, error) {
 		}
 		lv := gate.LocalVerdict(why, time.Now(), budget)
 		lv.ArgsDigest = sum
+		notKept := spoolErr
 		if perr := sp.PutVerdict(id, lv); perr != nil {
 			a.warnf("verdict not kept: %v", perr)
+			notKept = cmp.Or(notKept, perr)
 		}
 		if !spooled {
 			if perr := sp.PutAs(id, prepared, agent); perr != nil {
 				a.warnf("not kept: %v", perr)
+				notKept = cmp.Or(notKept, perr)
 			}
+		}
+		if notKept != nil {
+			err = fmt.Errorf("%s; the call is not kept: the spool took no write (%v)", strings.TrimSuffix(err.Error(), keptNote), notKept)
 		}
 		return gate.Verdict{}, err
 	}
@@ -181,6 +192,7 @@ func (a *Asker) Ask(ctx context.Context, payload []byte) (gate.Verdict, error) {
 	if waiting, err := sp.HasPending(); err != nil || waiting {
 		if err := sp.PutAs(id, prepared, agent); err != nil {
 			a.warnf("not kept: %v", err)
+			spoolErr = err
 		}
 		spooled = true
 		mine := filepath.Join(sp.Dir(), id+".json")
@@ -205,11 +217,15 @@ func (a *Asker) Ask(ctx context.Context, payload []byte) (gate.Verdict, error) {
 	return v, nil
 }
 
+// keptNote ends the reason of a deny whose call is kept in the spool for
+// serve to record.
+const keptNote = "; the call is kept in the spool"
+
 // Fault says why the server gave a gated hook no verdict, in words the
 // agent and the user read (never the NATS client's own): err is what
 // connecting or asking the server's gate failed with.
 func (a *Asker) Fault(err error) string {
-	const kept = "; the call is kept in the spool"
+	const kept = keptNote
 	var de *api.DeniedError
 	if errors.As(err, &de) {
 		// The role the server refused, and the credentials to use.

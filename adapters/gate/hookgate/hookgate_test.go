@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,5 +57,46 @@ func TestAskNoServerKeeps(t *testing.T) {
 	}
 	if _, err := a.Ask(t.Context(), []byte(strings.Repeat("x", 2<<20))); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("Ask of an oversize payload: err %v, want refused", err)
+	}
+}
+
+// TestAskFullSpoolSaysNotKept: with no server to ask and a spool that
+// takes no write (its disk full), the deny's reason says the call is not
+// kept, rather than that it is in the spool.
+func TestAskFullSpoolSaysNotKept(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a full spool is a tmpfs mounted for the test: needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k,mode=0700"); err != nil {
+		t.Skipf("mount tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	if _, err := claude.Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{4096, 1} {
+		for {
+			if _, err := f.Write(make([]byte, n)); err != nil {
+				break
+			}
+		}
+	}
+	f.Close()
+	a := &Asker{
+		SpoolDir:   dir,
+		MaxPayload: 1 << 20,
+		Server: func() (Server, error) {
+			return Server{}, errors.New("no Logbook server is running, so no verdict can be made" + keptNote)
+		},
+	}
+	payload := []byte(`{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"cwd":"/tmp","transcript_path":"/tmp/t.jsonl"}`)
+	_, err = a.Ask(t.Context(), payload)
+	if err == nil || strings.Contains(err.Error(), "kept in the spool") || !strings.Contains(err.Error(), "the call is not kept: the spool took no write") {
+		t.Errorf("Ask with a full spool: %v, want it to say the call is not kept", err)
 	}
 }
