@@ -11,6 +11,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/usage"
+	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -220,8 +221,13 @@ func Session(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table
 		}
 		row("agent process", a)
 	}
-	if s.EndReason != "" {
+	switch {
+	case s.EndReason != "" && s.Phase == events.PhaseEnded:
 		row("ended", s.EndReason)
+	case s.EndReason != "":
+		// Ended once, and taken up again since (a hook of the session
+		// came after its end): the end is history, not its phase.
+		row("last ended", s.EndReason+" (resumed since)")
 	}
 	if r.IsStale() {
 		row("as of", fmt.Sprintf("projection at event %d of the log; %s", r.Checkpoint, r.Text(now)))

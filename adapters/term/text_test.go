@@ -1,6 +1,10 @@
 package term
 
 import (
+	"bytes"
+	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +61,28 @@ func TestWrapLines(t *testing.T) {
 	want := "#1 2026 session.transitioned\n    ready→working\n    cause=transcript/user\nshort\n" + strings.Repeat("x", 50) + "\n"
 	if got != want {
 		t.Errorf("Wrap:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestSessionShowsAnEndTakenUpAgain: a session ended and taken up again
+// (a hook after its end) shows its end as history beside its phase, not
+// as an "ended" row that its phase contradicts.
+func TestSessionShowsAnEndTakenUpAgain(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		phase, want, not string
+	}{
+		{events.PhaseEnded, "ended", "last ended"},
+		{events.PhaseWorking, "last ended", "\nended "},
+	} {
+		var buf bytes.Buffer
+		r := api.SessionReply{Session: session.State{ID: "s1", Phase: tc.phase, EndReason: "done", StartedAt: now, UpdatedAt: now}}
+		if err := Session(&buf, r, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if !strings.Contains(out, tc.want) || strings.Contains(out, tc.not) {
+			t.Errorf("phase %s:\n%s\nwant %q, not %q", tc.phase, out, tc.want, tc.not)
+		}
 	}
 }
