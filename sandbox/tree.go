@@ -60,32 +60,15 @@ func readStat(pid int) (procStat, error) {
 const statBuf = 1280
 
 // readProcFile reads the file at path, a /proc file that fits in buf, into
-// buf and returns what it read. Errors: open's and read's, as
-// *os.PathError; a file larger than buf.
+// buf and returns what it read (readProcPrefix to its end). Errors: open's
+// and read's, as *os.PathError; a file that fills buf (it may go on past
+// it).
 func readProcFile(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	for err == unix.EINTR {
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	b, err := readProcPrefix(path, buf, -1)
+	if err == nil && len(b) == len(buf) {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, len(buf))
 	}
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			return buf[:n], nil
-		}
-		n += m
-	}
-	return nil, fmt.Errorf("read %s: larger than %d bytes", path, len(buf))
+	return b, err
 }
 
 // ProcStart returns the start time of process pid in clock ticks after
