@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,14 +47,23 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 		{`cd ~/.cache/a/b && cd ../../../.local/share && cat logbook/creds.json`, ActionReview},
 		{`cd ~/.local && cat share/logbook/creds.json`, ActionReview},
 		{`cd sl/sub && cd ../../../home/.local/share && ls logbook`, ActionReview},
+		// Where cd leads is known only when it runs: never allowed.
+		{`CDPATH=@R cd secret && echo x > key.txt`, ""},
+		{`export CDPATH=@R; cd secret && echo x > key.txt`, ""},
+		{`OLDPWD=@R/secret; cd - && echo x > key.txt`, ""},
+		{`cd - && echo x > key.txt`, ""},
+		{`cd ~- && echo x > key.txt`, ""},
+		{`X=@R/secret; cd "$X" && echo x > key.txt`, ""},
+		{`cd "$(echo @R/secret)" && echo x > key.txt`, ""},
 		{`cd @R/proj && echo x > y`, ActionAllow},
 		{`echo x > y && cd @R/proj`, ActionAllow},
 		{`cd sub2 && echo x > y`, ActionAllow},
 	} {
 		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))
 		c.Dir = filepath.Join(root, "proj")
-		if m := Decide(pols, c); m.Action != tc.want {
-			t.Errorf("%q: %+v, want %q", tc.cmd, m, tc.want)
+		m := Decide(pols, c)
+		if tc.want == "" && m.Action == ActionAllow || tc.want != "" && m.Action != tc.want {
+			t.Errorf("%q: %+v, want %q", tc.cmd, m, cmp.Or(tc.want, "anything but allow"))
 		}
 	}
 }

@@ -1027,11 +1027,13 @@ const maxScriptDirs = 64
 // as the kernel resolves it (cd -P: from the link's target); "~" and no
 // operand lead to the home directory. A cd may fail, or run in a
 // subshell or a branch not taken, so every directory reached stays
-// possible; cd -, popd and a pushd of the stack's entries lead only to
-// directories reached already. A cd to a word known only when it runs
-// adds nothing here: the guards review such a command. More than
-// maxScriptDirs directories, or a relative cd from an unknown
-// directory, add a fault to sc.
+// possible; popd and a pushd of the stack's entries lead only to
+// directories reached already. A cd to a word known only when it runs,
+// cd - and a "~-" (the shell's directory before this one), a line that
+// gives CDPATH or OLDPWD a value, more than maxScriptDirs directories,
+// or a relative cd from an unknown directory add a fault to sc: the
+// command is never allowed. (A CDPATH in the agent's own environment is
+// not seen: the hook does not send it.)
 func scriptDirs(sc *shell.Script, dir string) []string {
 	dirs := []string{dir}
 	seen := map[string]bool{dir: true}
@@ -1046,6 +1048,21 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 		seen[d] = true
 		dirs = append(dirs, d)
 		return true
+	}
+	// The line sets what cd reads beside its operand (CDPATH: the
+	// folders a relative operand is looked up in; OLDPWD: where cd -
+	// leads): where it leads is then known only when it runs.
+	for _, a := range sc.Given {
+		if a.Name == "CDPATH" || a.Name == "OLDPWD" {
+			sc.Faults = append(sc.Faults, "the command sets "+a.Name+", which cd reads")
+			return dirs
+		}
+	}
+	for name := range sc.Unsure {
+		if name == "CDPATH" || name == "OLDPWD" {
+			sc.Faults = append(sc.Faults, "the command may set "+name+", which cd reads")
+			return dirs
+		}
 	}
 	for _, cmd := range sc.Commands {
 		for len(cmd.Args) > 1 && cmd.Args[0].Static && (cmd.Args[0].Value == "builtin" || cmd.Args[0].Value == "command") {
@@ -1071,8 +1088,15 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 			if a.Static && strings.HasPrefix(a.Value, "-") && a.Value != "-" {
 				continue // -P, -L, -e, -@
 			}
-			if a.Static && (strings.HasPrefix(a.Value, "+") || a.Value == "-") {
-				break // cd -, pushd +N: a directory reached already
+			if a.Static && a.Value == "-" && path.Base(cmd.Args[0].Value) == "cd" {
+				// $OLDPWD: before the line's first cd, the directory
+				// the shell was in before this one, which the gate
+				// does not know.
+				sc.Faults = append(sc.Faults, "cd - leads to a directory the gate does not know")
+				return dirs
+			}
+			if a.Static && strings.HasPrefix(a.Value, "+") {
+				break // pushd +N: a directory of the stack, reached already
 			}
 			target = &cmd.Args[i]
 			break
@@ -1085,7 +1109,15 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 			}
 			to = homeReading("~") // cd alone: the home directory
 		case !target.Static:
-			continue
+			// A directory known only when it runs: a relative word after
+			// it may be anywhere.
+			sc.Faults = append(sc.Faults, "a cd to a directory known only when it runs")
+			return dirs
+		case strings.HasPrefix(target.Value, "~+") || strings.HasPrefix(target.Value, "~-"):
+			// $PWD and $OLDPWD: the second is the shell's directory
+			// before this one, which the gate does not know.
+			sc.Faults = append(sc.Faults, "cd to "+target.Value+", a directory the gate does not know")
+			return dirs
 		case strings.HasPrefix(target.Value, "~"):
 			to = homeReading(target.Value)
 		default:
