@@ -81,7 +81,7 @@ func TestDecide_LinkMadeInTheLine(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "secret/key.txt"), []byte("k"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := strings.ReplaceAll(`allow = ["Bash(ln:*)", "Bash(echo:*)", "Bash(mkdir:*)", "Bash(cat:*)", "Write(@R/proj/**)"]
+	src := strings.ReplaceAll(`allow = ["Bash(ln:*)", "Bash(link:*)", "Bash(cp:*)", "Bash(echo:*)", "Bash(mkdir:*)", "Bash(cat:*)", "Write(@R/proj/**)"]
 deny = ["Write(@R/secret/**)", "Read(@R/secret/**)"]`, "@R", root)
 	pols := linkPolicies(t, src)
 	for _, tc := range []struct{ cmd, want string }{
@@ -93,6 +93,11 @@ deny = ["Write(@R/secret/**)", "Read(@R/secret/**)"]`, "@R", root)
 		{`ln -s @R/secret d1 && echo x > d1/secret/y`, ActionDeny},
 		{`ln -st d1 @R/secret && echo x > d1/secret/y`, ActionDeny},
 		{`ln -s @R/secret nl && cat < nl/key.txt`, ActionDeny},
+		{`cp -s @R/secret/key.txt k && echo x > k`, ActionDeny},
+		{`cp -l @R/secret/key.txt h && echo x > h`, ActionDeny},
+		{`cp -rs @R/secret t && echo x > t/key.txt`, ActionDeny},
+		{`cp --link @R/secret/key.txt h && echo x > h`, ActionDeny},
+		{`link @R/secret/key.txt h && echo x > h`, ActionDeny},
 		{`ln -s @R/proj/d1 nl && echo x > nl/y`, ActionAllow},
 	} {
 		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))

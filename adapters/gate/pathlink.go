@@ -292,9 +292,9 @@ func linkGuarded(c Call) bool {
 // maxLinkReadings bounds the links linkReadings follows for one path.
 const maxLinkReadings = 64
 
-// scriptLinks returns the links the ln commands of sc may make (GNU
-// coreutils ln: ln [OPTION]... TARGET... [DIRECTORY|LINK_NAME], -t DIR,
-// -T), each as the absolute path of the name made and the absolute
+// scriptLinks returns the links the ln, link and cp -s|-l commands of sc
+// may make (GNU coreutils: ln [OPTION]... TARGET... [DIRECTORY|LINK_NAME],
+// -t DIR, -T; link FILE1 FILE2; cp's operands alike), each as the absolute path of the name made and the absolute
 // path it stands for (a symbolic link's target read from the link's
 // folder, a hard link's from dir), read from dir; words known only when
 // the command runs are left out (no reading of them is certain).
@@ -313,10 +313,20 @@ func scriptLinks(sc *shell.Script, dir string) map[string]string {
 		return filepath.Join(from, p)
 	}
 	for _, cmd := range sc.Commands {
-		if len(cmd.Args) < 2 || !cmd.Args[0].Static || filepath.Base(cmd.Args[0].Value) != "ln" {
+		if len(cmd.Args) < 2 || !cmd.Args[0].Static {
 			continue
 		}
-		symbolic, noDir, into := false, false, ""
+		prog := filepath.Base(cmd.Args[0].Value)
+		switch prog {
+		case "ln", "link":
+		case "cp":
+			if !copiesAsLinks(cmd.Args[1:]) {
+				continue
+			}
+		default:
+			continue
+		}
+		symbolic, noDir, into := false, prog == "link", ""
 		var ops []string
 		known := true
 		for i := 1; i < len(cmd.Args); i++ {
@@ -344,11 +354,26 @@ func scriptLinks(sc *shell.Script, dir string) map[string]string {
 				into = strings.TrimPrefix(v, "--target-directory=")
 			case v == "-S" || v == "--suffix":
 				i++
-			case v == "--symbolic":
+			case v == "--symbolic" || v == "--symbolic-link":
 				symbolic = true
 			case v == "--no-target-directory":
 				noDir = true
 			case strings.HasPrefix(v, "--"):
+			case strings.HasPrefix(v, "-") && v != "-" && prog == "cp":
+				// cp's short options: -s makes symbolic links, -l hard
+				// ones; -t DIR and -S SUFFIX take a value.
+				symbolic = symbolic || strings.Contains(v, "s")
+				noDir = noDir || strings.Contains(v, "T")
+				if j := strings.IndexAny(v, "tS"); j >= 0 {
+					if j == len(v)-1 && i+1 < len(cmd.Args) {
+						if v[j] == 't' {
+							into = cmd.Args[i+1].Value
+						}
+						i++
+					} else if v[j] == 't' {
+						into = v[j+1:]
+					}
+				}
 			case strings.HasPrefix(v, "-") && v != "-":
 				symbolic = symbolic || strings.Contains(v, "s")
 				noDir = noDir || strings.Contains(v, "T")
@@ -443,4 +468,33 @@ func linkReadings(sc *shell.Script, p, dir string) []string {
 		}
 	}
 	return out
+}
+
+// copiesAsLinks reports whether cp's arguments args ask it to make links
+// rather than copies: -s or --symbolic-link (symbolic), -l or --link
+// (hard), alone or among other short options; arguments after "--" are
+// operands.
+func copiesAsLinks(args []shell.Word) bool {
+	for _, a := range args {
+		v := a.Value
+		switch {
+		case !a.Static:
+			continue
+		case v == "--":
+			return false
+		case v == "--symbolic-link" || v == "--link":
+			return true
+		case strings.HasPrefix(v, "--"):
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			// -S and -t take a value: letters after them are it.
+			opts := v[1:]
+			if j := strings.IndexAny(opts, "St"); j >= 0 {
+				opts = opts[:j]
+			}
+			if strings.ContainsAny(opts, "sl") {
+				return true
+			}
+		}
+	}
+	return false
 }
