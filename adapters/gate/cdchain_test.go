@@ -98,12 +98,68 @@ deny = ["Write(@R/secret/**)", "Read(@R/secret/**)"]`, "@R", root)
 		{`cp -rs @R/secret t && echo x > t/key.txt`, ActionDeny},
 		{`cp --link @R/secret/key.txt h && echo x > h`, ActionDeny},
 		{`link @R/secret/key.txt h && echo x > h`, ActionDeny},
+		{`ln -s ~+/../secret l2 && echo x > l2/y`, ActionDeny},
+		{`cp --sym @R/secret/key.txt l && echo x > l`, ActionDeny},
+		{`cp --li @R/secret/key.txt h && echo x > h`, ActionDeny},
+		{`ln --target-dir=d1 -s @R/secret && echo x > d1/secret/y`, ActionDeny},
 		{`ln -s @R/proj/d1 nl && echo x > nl/y`, ActionAllow},
 	} {
 		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))
 		c.Dir = filepath.Join(root, "proj")
 		if m := Decide(pols, c); m.Action != tc.want {
 			t.Errorf("%q: %+v, want %q", tc.cmd, m, tc.want)
+		}
+	}
+}
+
+// TestDecide_LinksPlacedByTheLine checks that a write or a < read of a
+// path at or below one a command of the same line may leave a link at
+// (cp -r of a symbolic link, mv of a folder holding a relative one, a
+// hard link by an abbreviated option) is never allowed where a deny or
+// review rule of that kind is in force, and that a relative link's
+// climb toward the data dir is read from wherever it may end up.
+func TestDecide_LinksPlacedByTheLine(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	for _, d := range []string{"proj/src", "secret", "data"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "proj/sl")); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(root, "data")
+	src := strings.ReplaceAll(`allow = ["Bash(cp:*)", "Bash(mv:*)", "Bash(ln:*)", "Bash(mkdir:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(touch:*)", "Write(@R/proj/**)", "Read"]
+deny = ["Write(@R/secret/**)", "Read(@R/secret/**)"]`, "@R", root)
+	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor(data), pol}
+	for _, tc := range []struct {
+		cmd   string
+		allow bool
+	}{
+		{`cp -r sl l2 && echo x > l2/y`, false},
+		{`cp -a sl l2 && echo x > l2/y`, false},
+		{`cp -d sl src && echo x > src/sl/y`, false},
+		{`cp -d sl l2 && cat < l2/key.txt`, false},
+		{`mkdir -p a/b && ln -s ../../secret a/b/l && mv a/b t && echo x > t/l/y`, false},
+		{`cp --li @R/secret/key.txt h && echo x > h`, false},
+		{`mkdir -p a/b && ln -s ../../data a/b/l && mv a/b s2 && cat s2/l/creds.json`, false},
+		{`mkdir -p s a/b && ln -s ../../data a/b/l && cp -d a/b/l s/l && cat s/l/creds.json`, false},
+		// Everyday lines stay allowed.
+		{`cp -r src src2 && echo x > out.txt`, true},
+		{`mkdir -p build && echo x > build/out`, true},
+		{`cat ../README`, true},
+	} {
+		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))
+		c.Dir = filepath.Join(root, "proj")
+		if m := Decide(pols, c); (m.Action == ActionAllow) != tc.allow {
+			t.Errorf("%q: %+v, want allowed %v", tc.cmd, m, tc.allow)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -145,6 +146,30 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 				}
 				if k := g.ancestorDepth(parts); !wilds && k >= 0 && (rm || g.private(k)) {
 					return true // `cd ~ && rm -rf .local`, `cd ~ && tar c .local`
+				}
+			}
+			// A word that climbs (`../../data`) may be read from a
+			// directory the guard cannot name: a relative symbolic
+			// link's target is read from wherever the link ends up
+			// (`ln -s ../../data a/b/l && mv a/b s && cat s/l/x`). What
+			// follows its ".." is read from every ancestor of the data
+			// dir.
+			up := rel
+			for {
+				if r, ok := strings.CutPrefix(up, "../"); ok {
+					up = r
+				} else if r, ok := strings.CutPrefix(up, "./"); ok {
+					up = r
+				} else {
+					break
+				}
+			}
+			if up != rel && strings.HasPrefix(rel, "..") && up != "" && up != ".." {
+				for k := 0; k < len(g.dd); k++ {
+					parts := append(slices.Clone(g.dd[:k]), splitAbs("/"+up)...)
+					if len(parts) > maxWordParts || g.match(parts, wilds, k) {
+						return true
+					}
 				}
 			}
 		}

@@ -301,8 +301,11 @@ const maxLinkReadings = 64
 func scriptLinks(sc *shell.Script, dir string) map[string]string {
 	var links map[string]string
 	abs := func(p, from string) string {
+		if r, ok := strings.CutPrefix(p, "~+"); ok && (r == "" || r[0] == '/') && dir != "" {
+			return filepath.Join(dir, r) // $PWD: the line's directory
+		}
 		if strings.HasPrefix(p, "~") {
-			return homeReading(p)
+			return homeReading(p) // "" for ~- and ~user: not read here
 		}
 		if filepath.IsAbs(p) {
 			return filepath.Clean(p)
@@ -335,7 +338,7 @@ func scriptLinks(sc *shell.Script, dir string) map[string]string {
 				known = false
 				break
 			}
-			v := a.Value
+			v := longOption(a.Value)
 			switch {
 			case v == "--":
 				for _, w := range cmd.Args[i+1:] {
@@ -482,7 +485,7 @@ func copiesAsLinks(args []shell.Word) bool {
 			continue
 		case v == "--":
 			return false
-		case v == "--symbolic-link" || v == "--link":
+		case longOption(v) == "--symbolic" || longOption(v) == "--link":
 			return true
 		case strings.HasPrefix(v, "--"):
 		case strings.HasPrefix(v, "-") && len(v) > 1:
@@ -497,4 +500,33 @@ func copiesAsLinks(args []shell.Word) bool {
 		}
 	}
 	return false
+}
+
+// linkOptions are the long options of ln and cp that say where and how
+// links are made, which GNU getopt also takes by any unambiguous prefix.
+var linkOptions = []string{"--symbolic-link", "--symbolic", "--link", "--target-directory", "--no-target-directory", "--suffix"}
+
+// longOption returns v with a long option of linkOptions written by a
+// prefix of two letters or more (`--sym`, `--li`, `--target-dir=src`)
+// spelled out, its "=value" kept; any other word as it is.
+func longOption(v string) string {
+	if !strings.HasPrefix(v, "--") || v == "--" {
+		return v
+	}
+	name, value, eq := strings.Cut(v, "=")
+	if len(name) < 4 { // "--" and two letters at least
+		return v
+	}
+	for _, o := range linkOptions {
+		if strings.HasPrefix(o, name) {
+			if o == "--symbolic-link" {
+				o = "--symbolic"
+			}
+			if eq {
+				return o + "=" + value
+			}
+			return o
+		}
+	}
+	return v
 }

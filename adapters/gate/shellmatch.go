@@ -312,7 +312,7 @@ func (p *Policy) unknownFileRule(c Call, sc *shell.Script) (Pattern, bool) {
 				continue
 			}
 			for _, rd := range pt.fileRedirections(sc) {
-				if unknownTarget(rd.Target, c.Dir) || rd.Tree && treeMayHold(pt.Spec, rd.Target.Value, c.Dir) {
+				if unknownTarget(rd.Target, c.Dir) || rd.Tree && treeMayHold(pt.Spec, rd.Target.Value, c.Dir) || placedByLine(sc, rd, c.Dir) {
 					return pt, true
 				}
 			}
@@ -1013,4 +1013,64 @@ func unknownStart(w shell.Word, src string) bool {
 	}
 	given := regexp.MustCompile(`(^|[\s;&|(])` + m[1] + `=|\bfor\s+` + m[1] + `\s+in\b`)
 	return !given.MatchString(src)
+}
+
+// linkPlacers are the programs that may leave a symbolic or hard link at
+// the paths they change: ln and link make them, cp copies them (-r, -a,
+// -d, -P) or makes them (-s, -l), mv and rsync move or copy them, and
+// the archivers and git extract them.
+var linkPlacers = map[string]bool{
+	"ln": true, "link": true, "cp": true, "mv": true, "rsync": true, "install": true,
+	"tar": true, "bsdtar": true, "unzip": true, "cpio": true, "pax": true, "7z": true, "git": true,
+}
+
+// placedByLine reports whether file redirection rd's target (static) is,
+// or lies below, a path another command of the line that may place a
+// link there (linkPlacers) changes: `cp -r sl l2 && echo x > l2/y`,
+// `mv a/b t && cat < t/l/key`, `cp --li key h && echo x > h`. What is
+// there when the target is opened is known only when the line runs:
+// no reading of it now sees that link, or where a relative one moved
+// with its folder now leads.
+func placedByLine(sc *shell.Script, rd shell.Redirection, dir string) bool {
+	t := rd.Target.Value
+	if !rd.Target.Static || t == "" {
+		return false
+	}
+	abs := func(p string) string {
+		if h := homeReading(p); h != "" {
+			return h
+		}
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		if dir == "" {
+			return ""
+		}
+		return filepath.Join(dir, p)
+	}
+	at := abs(t)
+	if at == "" {
+		return false
+	}
+	links := scriptLinks(sc, dir)
+	for _, ch := range sc.Changes {
+		if ch.Command == rd.Command || ch.Command < 0 || ch.Command >= len(sc.Commands) || !ch.Target.Static {
+			continue
+		}
+		args := sc.Commands[ch.Command].Args
+		if len(args) == 0 || !args[0].Static || !linkPlacers[filepath.Base(args[0].Value)] {
+			continue
+		}
+		placed := abs(ch.Target.Value)
+		if placed == "" || placed == "/" {
+			continue
+		}
+		if p := filepath.Base(args[0].Value); (p == "ln" || p == "link") && links[placed] != "" {
+			continue // a link whose target the line names: read through it (linkReadings)
+		}
+		if at == placed || strings.HasPrefix(at, placed+"/") {
+			return true
+		}
+	}
+	return false
 }
