@@ -1053,13 +1053,13 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 	// folders a relative operand is looked up in; OLDPWD: where cd -
 	// leads): where it leads is then known only when it runs.
 	for _, a := range sc.Given {
-		if a.Name == "CDPATH" || a.Name == "OLDPWD" {
+		if a.Name == "CDPATH" || a.Name == "OLDPWD" || a.Name == "HOME" {
 			sc.Faults = append(sc.Faults, "the command sets "+a.Name+", which cd reads")
 			return dirs
 		}
 	}
 	for name := range sc.Unsure {
-		if name == "CDPATH" || name == "OLDPWD" {
+		if name == "CDPATH" || name == "OLDPWD" || name == "HOME" {
 			sc.Faults = append(sc.Faults, "the command may set "+name+", which cd reads")
 			return dirs
 		}
@@ -1108,6 +1108,11 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 				continue
 			}
 			to = homeReading("~") // cd alone: the home directory
+		case !target.Static && (target.Glob == "${HOME}" || strings.HasPrefix(target.Glob, "${HOME}/")) && homeReading("~") != "" &&
+			!strings.ContainsAny(strings.TrimPrefix(target.Glob, "${HOME}"), "*?[$"):
+			// "$HOME/x": the home directory, as "~/x" is (the line
+			// giving HOME a value is a fault of its own below).
+			to = homeReading("~") + strings.TrimPrefix(target.Glob, "${HOME}")
 		case !target.Static:
 			// A directory known only when it runs: a relative word after
 			// it may be anywhere.
