@@ -59,6 +59,8 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 		{`cd "$HOME/../secret" && echo x > key.txt`, ""},
 		{`cd "$HOME" && echo x > y`, ""},
 		{`cd @R/proj && echo x > y`, ActionAllow},
+		{`printf -v HOME %s @R/secret; cd ~ && echo x > key.txt`, ""},
+		{`read HOME; cd && echo x > key.txt`, ""},
 		{`echo x > y && cd @R/proj`, ActionAllow},
 		{`cd sub2 && echo x > y`, ActionAllow},
 	} {

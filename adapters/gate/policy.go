@@ -1051,15 +1051,28 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 	}
 	// The line sets what cd reads beside its operand (CDPATH: the
 	// folders a relative operand is looked up in; OLDPWD: where cd -
-	// leads): where it leads is then known only when it runs.
-	for _, a := range sc.Given {
-		if a.Name == "CDPATH" || a.Name == "OLDPWD" || a.Name == "HOME" {
-			sc.Faults = append(sc.Faults, "the command sets "+a.Name+", which cd reads")
-			return dirs
-		}
+	// leads; HOME: where cd alone, ~ and $HOME lead): where a cd of it
+	// leads is then known only when it runs.
+	sets := func(name string) bool {
+		return name != "HOME" && sc.Unsure[name] || slices.ContainsFunc(sc.Given, func(a shell.Assignment) bool { return a.Name == name })
 	}
-	for name := range sc.Unsure {
-		if name == "CDPATH" || name == "OLDPWD" || name == "HOME" {
+	// HOME may also be read into (printf -v, read): a cd to the home
+	// directory then leads where only the run knows. (Unsure holds a
+	// name merely used, too: only a cd home is held to it.)
+	homeUnsure := func() bool {
+		sc.Faults = append(sc.Faults, "the command may set HOME, which a cd home reads")
+		return true
+	}
+	cds := slices.ContainsFunc(sc.Commands, func(c shell.Command) bool {
+		return slices.ContainsFunc(c.Args, func(w shell.Word) bool {
+			return w.Static && (path.Base(w.Value) == "cd" || path.Base(w.Value) == "pushd")
+		})
+	})
+	if !cds {
+		return dirs
+	}
+	for _, name := range []string{"CDPATH", "OLDPWD", "HOME"} {
+		if sets(name) {
 			sc.Faults = append(sc.Faults, "the command may set "+name+", which cd reads")
 			return dirs
 		}
@@ -1107,11 +1120,17 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 			if len(cmd.Args) > 1 {
 				continue
 			}
+			if sc.Unsure["HOME"] && homeUnsure() {
+				return dirs
+			}
 			to = homeReading("~") // cd alone: the home directory
 		case !target.Static && (target.Glob == "${HOME}" || strings.HasPrefix(target.Glob, "${HOME}/")) && homeReading("~") != "" &&
 			!strings.ContainsAny(strings.TrimPrefix(target.Glob, "${HOME}"), "*?[$"):
 			// "$HOME/x": the home directory, as "~/x" is (the line
-			// giving HOME a value is a fault of its own below).
+			// giving HOME a value is a fault of its own above).
+			if sc.Unsure["HOME"] && homeUnsure() {
+				return dirs
+			}
 			to = homeReading("~") + strings.TrimPrefix(target.Glob, "${HOME}")
 		case !target.Static:
 			// A directory known only when it runs: a relative word after
@@ -1124,6 +1143,9 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 			sc.Faults = append(sc.Faults, "cd to "+target.Value+", a directory the gate does not know")
 			return dirs
 		case strings.HasPrefix(target.Value, "~"):
+			if (target.Value == "~" || strings.HasPrefix(target.Value, "~/")) && sc.Unsure["HOME"] && homeUnsure() {
+				return dirs
+			}
 			to = homeReading(target.Value)
 		default:
 			to = target.Value
