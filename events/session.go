@@ -290,6 +290,12 @@ type ReviewRequested struct {
 	// BudgetMS is how long the gate waits for a verdict, in ms; past it
 	// the review is decided timed_out.
 	BudgetMS int64 `json:"budget_ms,omitempty"`
+	// Rule is why the gate asks: the policy rule or built-in guard that
+	// sent the action to review and the file it came from ("Bash(git
+	// push:*) in /data/policy.toml"), or what else did (a risk class no
+	// rule alone allows, no rule matching); "" in events stored before
+	// the field existed and in reviews the gate did not open.
+	Rule string `json:"rule,omitempty"`
 }
 
 // EventType implements Payload.

@@ -238,6 +238,7 @@ func describe(it *Item, p events.Payload) {
 			kv.add("mode", d.Mode)
 			kv.add("revision", strconv.Itoa(d.Revision))
 			kv.add("risk", d.Risk)
+			kv.add("rule", d.Rule)
 			kv.add("grant", d.Grant)
 			kv.add("justification", d.Justification)
 			kv.add("args", d.ArgsDigest)

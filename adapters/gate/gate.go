@@ -580,6 +580,28 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		p.early = &Verdict{Decision: DecideNone}
 		return p, nil
 	}
+	if answer == nil {
+		// Why the gate asks, for the audit and a verdict's reader.
+		named := m.Pattern
+		if m.Path != "" {
+			named += " in " + source(m.Path)
+		}
+		switch {
+		case m.Action == ActionReview:
+			p.rq.Rule = "review: " + named
+		case m.Action == ActionAllow && req.Grant == "":
+			p.rq.Rule = "allowed by " + named + ", but a rule alone does not allow a " + m.Risk + " action"
+		case req.Grant != "":
+			p.rq.Rule = "an elevation to " + req.Grant + ", which only a person may allow"
+		case req.Event == EventStdin:
+			p.rq.Rule = "input to a running command, in auto mode"
+		case req.Event == EventPermissionRequest:
+			p.rq.Rule = "a permission request, in auto mode"
+		case st.BreakerTripped:
+			p.rq.Rule = "the refusal breaker is tripped"
+		}
+		p.rq.Rule = g.redactCut(p.rq.Rule, maxAction)
+	}
 	decs, err := session.Decide(st, session.RequestReview{Review: p.rq, Answer: answer, At: at, Cause: cause})
 	p.decs = g.scrub(decs)
 	return p, err

@@ -678,3 +678,28 @@ func TestGate_DenyThroughUnknownProgramSaysSo(t *testing.T) {
 		t.Errorf("deny of x=curl; $x …: %+v", v)
 	}
 }
+
+// A review the gate opens says why it asks: the rule that sent the
+// action to review, and the file it came from.
+func TestGate_ReviewNamesItsRule(t *testing.T) {
+	r := newRig(t, `review = ["Bash(git push:*)"]`)
+	r.gate.Budget = 200 * time.Millisecond
+	r.hook("UserPromptSubmit", map[string]any{"prompt": "push it"})
+	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": "git push"}, "tool_use_id": "toolu_1"})
+	if _, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"git push"}`), ID: "toolu_1", Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := r.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: r.sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule string
+	for _, rec := range recs {
+		if rq, ok := rec.Envelope.Data.(events.ReviewRequested); ok && rq.ReviewID == "toolu_1" {
+			rule = rq.Rule
+		}
+	}
+	if !strings.HasPrefix(rule, "review: Bash(git push:*) in ") || !strings.HasSuffix(rule, PolicyFile) {
+		t.Errorf("review.requested rule %q, want the review rule and its file", rule)
+	}
+}
