@@ -154,6 +154,13 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 		// No payload waits: logbook prints its help to the terminal.
 		return showHelp(args, stdin, stderr, logbook)
 	}
+	if w := subcommand(args); w != "" && w != "claude" && w != "codex" && !AsksHelp(args) {
+		// Handed over, `logbook hook <w>` would name logbook's nested
+		// command, not this program's mistake (`logbook-hook hook
+		// claude`). 1, as with no subcommand: not 2, which blocks.
+		fmt.Fprintf(stderr, "logbook-hook: unknown agent %q: %s\n", w, UnknownAgentMessage)
+		return 1
+	}
 	payload, err := io.ReadAll(io.LimitReader(stdin, maxPayload+1))
 	if err != nil {
 		fmt.Fprintf(stderr, "logbook-hook: read stdin: %v\n", err)
@@ -297,6 +304,29 @@ func showHelp(args []string, stdin io.Reader, stderr io.Writer, logbook string) 
 // NoSubcommandMessage is what logbook-hook and `logbook hook` say, exit
 // 1, when they are run with a payload on stdin but no subcommand.
 const NoSubcommandMessage = "no subcommand: the payload on stdin was not delivered; name the agent that sends it: claude (Claude Code hooks) or codex (Codex CLI notify)"
+
+// UnknownAgentMessage ends what logbook-hook says of a subcommand that
+// names no agent it records.
+const UnknownAgentMessage = "the payload on stdin was not delivered; name the agent that sends it: claude (Claude Code hooks) or codex (Codex CLI notify)"
+
+// subcommand returns the first word of hook arguments args that is no
+// flag nor a flag's value ("" when there is none).
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		case a == "--data" || a == "--nats-url" || a == "--creds" || a == "--socket" || a == "--budget":
+			i++ // its value
+		case !strings.HasPrefix(a, "-"):
+			return a
+		}
+	}
+	return ""
+}
 
 // NoSubcommand reports whether hook arguments args name no subcommand
 // (claude, codex, or any other word for logbook to judge) and ask for

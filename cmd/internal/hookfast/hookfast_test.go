@@ -2,6 +2,7 @@ package hookfast
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,6 +46,23 @@ func TestMain_NoSubcommand(t *testing.T) {
 	code := Main(nil, strings.NewReader(`{"session_id":"s","hook_event_name":"Stop"}`), &stderr, "/nonexistent/logbook")
 	if code != 1 || !strings.Contains(stderr.String(), "the payload on stdin was not delivered") || !strings.Contains(stderr.String(), "claude") || !strings.Contains(stderr.String(), "codex") {
 		t.Errorf("exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestMain_UnknownAgent: a subcommand that names no agent
+// (`logbook-hook hook claude`) is said as this program's mistake, the
+// payload not delivered (1, never 2), not handed over for logbook to
+// name its own nested command.
+func TestMain_UnknownAgent(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		word string
+	}{{[]string{"hook", "claude"}, "hook"}, {[]string{"--data", "/d", "gemini"}, "gemini"}, {[]string{"--budget", "5s", "--gate", "x"}, "x"}} {
+		var stderr bytes.Buffer
+		code := Main(c.args, strings.NewReader(`{"session_id":"s","hook_event_name":"Stop"}`), &stderr, "/nonexistent/logbook")
+		if code != 1 || !strings.Contains(stderr.String(), fmt.Sprintf("unknown agent %q", c.word)) || !strings.Contains(stderr.String(), "not delivered") {
+			t.Errorf("%q: exit %d, %q", c.args, code, stderr.String())
+		}
 	}
 }
 
