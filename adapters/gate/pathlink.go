@@ -300,21 +300,7 @@ const maxLinkReadings = 64
 // the command runs are left out (no reading of them is certain).
 func scriptLinks(sc *shell.Script, dir string) map[string]string {
 	var links map[string]string
-	abs := func(p, from string) string {
-		if r, ok := strings.CutPrefix(p, "~+"); ok && (r == "" || r[0] == '/') && dir != "" {
-			return filepath.Join(dir, r) // $PWD: the line's directory
-		}
-		if strings.HasPrefix(p, "~") {
-			return homeReading(p) // "" for ~- and ~user: not read here
-		}
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		if from == "" {
-			return ""
-		}
-		return filepath.Join(from, p)
-	}
+	abs := func(p, from string) string { return wordPath(p, from, dir) }
 	for _, cmd := range sc.Commands {
 		if len(cmd.Args) < 2 || !cmd.Args[0].Static {
 			continue
@@ -362,24 +348,16 @@ func scriptLinks(sc *shell.Script, dir string) map[string]string {
 			case v == "--no-target-directory":
 				noDir = true
 			case strings.HasPrefix(v, "--"):
-			case strings.HasPrefix(v, "-") && v != "-" && prog == "cp":
-				// cp's short options: -s makes symbolic links, -l hard
-				// ones; -t DIR and -S SUFFIX take a value.
-				symbolic = symbolic || strings.Contains(v, "s")
-				noDir = noDir || strings.Contains(v, "T")
-				if j := strings.IndexAny(v, "tS"); j >= 0 {
-					if j == len(v)-1 && i+1 < len(cmd.Args) {
-						if v[j] == 't' {
-							into = cmd.Args[i+1].Value
-						}
-						i++
-					} else if v[j] == 't' {
-						into = v[j+1:]
-					}
-				}
 			case strings.HasPrefix(v, "-") && v != "-":
-				symbolic = symbolic || strings.Contains(v, "s")
-				noDir = noDir || strings.Contains(v, "T")
+				// Short options, ln's and cp's alike: -s makes symbolic
+				// links, -T names the link itself; -t DIR and -S SUFFIX
+				// take a value, the rest of the word or the next one.
+				flags := v[1:]
+				if j := strings.IndexAny(flags, "tS"); j >= 0 {
+					flags = flags[:j]
+				}
+				symbolic = symbolic || strings.Contains(flags, "s")
+				noDir = noDir || strings.Contains(flags, "T")
 				if j := strings.IndexAny(v, "tS"); j >= 0 {
 					if j == len(v)-1 && i+1 < len(cmd.Args) {
 						if v[j] == 't' {
@@ -529,4 +507,24 @@ func longOption(v string) string {
 		}
 	}
 	return v
+}
+
+// wordPath returns the absolute path shell word p (static) names: "~+"
+// as pwd (the line's directory), "~" and "~/" as the home directory, an
+// absolute path cleaned, a relative one read from from; "" when it cannot
+// be told (~-, ~user, an unknown home, a relative word with no from).
+func wordPath(p, from, pwd string) string {
+	if r, ok := strings.CutPrefix(p, "~+"); ok && (r == "" || r[0] == '/') && pwd != "" {
+		return filepath.Join(pwd, r)
+	}
+	if strings.HasPrefix(p, "~") {
+		return homeReading(p)
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	if from == "" {
+		return ""
+	}
+	return filepath.Join(from, p)
 }

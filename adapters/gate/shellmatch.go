@@ -1036,18 +1036,7 @@ func placedByLine(sc *shell.Script, rd shell.Redirection, dir string) bool {
 	if !rd.Target.Static || t == "" {
 		return false
 	}
-	abs := func(p string) string {
-		if h := homeReading(p); h != "" {
-			return h
-		}
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		if dir == "" {
-			return ""
-		}
-		return filepath.Join(dir, p)
-	}
+	abs := func(p string) string { return wordPath(p, dir, dir) }
 	at := abs(t)
 	if at == "" {
 		return false
