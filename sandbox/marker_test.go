@@ -308,16 +308,7 @@ func TestSweepBoundaries_KilledWorkerWithoutLedger(t *testing.T) {
 		}
 		return live
 	}
-	time.Sleep(200 * time.Millisecond) // for what dies with bubblewrap to go
-	before := len(left())
-	killed, err := SweepBoundaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(left()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	before, killed := sweepLeft(t, left)
 	if l := left(); len(l) > 0 {
 		t.Fatalf("%d of %d killed workers' starts left a process after the sweep (it killed %d): pids %v", len(l), tries, killed, l)
 	}
@@ -417,8 +408,23 @@ func TestProbe_KilledCallerLeavesNoProcess(t *testing.T) {
 		}
 		return live
 	}
-	time.Sleep(200 * time.Millisecond) // for what dies with bubblewrap to go
-	before := len(left())
+	before, killed := sweepLeft(t, left)
+	if l := left(); len(l) > 0 {
+		for _, pid := range l {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		t.Fatalf("%d of %d killed probes left a process of bubblewrap after the sweep (it killed %d): pids %v", len(l), tries, killed, l)
+	}
+	t.Logf("%d processes of %d killed probes outlived them; the sweep killed %d processes", before, tries, killed)
+}
+
+// sweepLeft lets what dies with bubblewrap go, counts what left says is
+// left (before), sweeps (killed: what SweepBoundaries says it killed),
+// and waits up to 5 s for left to say nothing is.
+func sweepLeft(t *testing.T, left func() []int) (before, killed int) {
+	t.Helper()
+	time.Sleep(200 * time.Millisecond)
+	before = len(left())
 	killed, err := SweepBoundaries()
 	if err != nil {
 		t.Fatal(err)
@@ -427,13 +433,7 @@ func TestProbe_KilledCallerLeavesNoProcess(t *testing.T) {
 	for len(left()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if l := left(); len(l) > 0 {
-		for _, pid := range l {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-		t.Fatalf("%d of %d killed probes left a process of bubblewrap after the sweep (it killed %d): pids %v", len(l), tries, killed, l)
-	}
-	t.Logf("%d processes of %d killed probes outlived them; the sweep killed %d processes", before, tries, killed)
+	return before, killed
 }
 
 // BenchmarkSweepBoundaries is one sweep of this host's processes (none
