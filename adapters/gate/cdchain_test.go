@@ -168,3 +168,61 @@ deny = ["Write(@R/secret/**)", "Read(@R/secret/**)"]`, "@R", root)
 		}
 	}
 }
+
+// TestDecide_CdRepeats checks that a cd which may run more than once
+// (in a loop of any kind, a function called twice) is followed on from
+// where it led, so that a relative word after the loop meets the deny
+// rules wherever the repeats may have left the shell; that a cd to a
+// loop's variable is read as each word of its list; and that a cd in a
+// subshell of a loop starts again from the loop's directory.
+func TestDecide_CdRepeats(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	for _, d := range []string{"proj/x/y", "secret", "home/.local/share/logbook"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(home, ".local/share/logbook")
+	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cd:*)", "Bash(true:*)", "Bash(false:*)", "Write(@R/proj/**)"]
+deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
+	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor(data), pol}
+	for _, tc := range []struct{ cmd, want string }{
+		// From proj/x, two cd .. lead to @R, where secret/y is the
+		// denied folder's.
+		{`for i in 1 2; do cd ..; done && echo x > secret/y`, ActionDeny},
+		{`for ((i=0;i<2;i++)); do cd ..; done; echo x > secret/y`, ActionDeny},
+		{`while true; do cd ..; done; echo x > secret/y`, ActionDeny},
+		{`until false; do cd .. || break; done; echo x > secret/y`, ActionDeny},
+		{`select i in a; do cd ..; done; echo x > secret/y`, ActionDeny},
+		{`f() { cd ..; }; f; f; echo x > secret/y`, ActionDeny},
+		{`for i in 1 2; do eval 'cd ..'; done; cat < secret/key.txt`, ActionDeny},
+		{`for d in y ..; do cd "$d"; done; echo x > secret/y`, ActionDeny},
+		{`for d in ../..; do cd $d; done; echo x > secret/y`, ActionDeny},
+		{`d=../..; cd $d; echo x > secret/y`, ActionDeny},
+		// A repeated relative cd that leads ever deeper, a cd to a
+		// variable the line appends to or that may split: never allowed.
+		{`for d in y; do cd $d; done; echo x > z`, ""},
+		{`d=..; d+=/..; cd $d; echo x > secret/y`, ""},
+		{`IFS=/; for d in ../..; do cd $d; done; ls`, ""},
+		{`for d in -; do cd $d; done; echo x > secret/y`, ""},
+		// A cd in a subshell of a loop starts from the loop's directory.
+		{`for i in 1 2; do (cd y && echo x > z); done`, ActionAllow},
+		{`for i in 1 2; do (cd .. && cd .. && echo x > secret/y); done`, ActionDeny},
+		{`cd ~ && ls`, ActionAllow},
+		{`echo $HOME; cd ~ && ls`, ""}, // a word known only when it runs, no longer a fault
+	} {
+		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))
+		c.Dir = filepath.Join(root, "proj/x")
+		m := Decide(pols, c)
+		if tc.want == "" && m.Action == ActionAllow || tc.want != "" && m.Action != tc.want {
+			t.Errorf("%q: %+v, want %q", tc.cmd, m, cmp.Or(tc.want, "anything but allow"))
+		}
+	}
+}

@@ -1054,11 +1054,11 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 	// leads; HOME: where cd alone, ~ and $HOME lead): where a cd of it
 	// leads is then known only when it runs.
 	sets := func(name string) bool {
-		return name != "HOME" && sc.Unsure[name] || slices.ContainsFunc(sc.Given, func(a shell.Assignment) bool { return a.Name == name })
+		return name != "HOME" && sc.Unheld[name] || slices.ContainsFunc(sc.Given, func(a shell.Assignment) bool { return a.Name == name })
 	}
-	// HOME may also be read into (printf -v, read): a cd to the home
-	// directory then leads where only the run knows. (Unsure holds a
-	// name merely used, too: only a cd home is held to it.)
+	// HOME may also be read into (printf -v, read) or given in a
+	// subshell or before a command: a cd to the home directory then
+	// leads where only the run knows.
 	homeUnsure := func() bool {
 		sc.Faults = append(sc.Faults, "the command may set HOME, which a cd home reads")
 		return true
@@ -1077,6 +1077,27 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 			return dirs
 		}
 	}
+	// A cd that may run more than once (in a loop, a function) leads on
+	// from where it led: the cds are followed again from every directory
+	// reached until none leads anywhere new (or to more than
+	// maxScriptDirs).
+	repeats := slices.ContainsFunc(sc.Commands, func(c shell.Command) bool { return c.Repeats })
+	for {
+		reached := len(dirs)
+		if !followCds(sc, &dirs, add, homeReading, homeUnsure) {
+			return dirs
+		}
+		if !repeats || len(dirs) == reached {
+			return dirs
+		}
+	}
+}
+
+// followCds follows each cd and pushd of sc once, in order, from every
+// directory in *dirs when it is met (scriptDirs), adding where each
+// leads with add. It returns false when a fault of sc ends the reading
+// (add refused a directory, or a cd leads where the gate cannot know).
+func followCds(sc *shell.Script, dirs *[]string, add func(string) bool, homeReading func(string) string, homeUnsure func() bool) bool {
 	for _, cmd := range sc.Commands {
 		for len(cmd.Args) > 1 && cmd.Args[0].Static && (cmd.Args[0].Value == "builtin" || cmd.Args[0].Value == "command") {
 			cmd.Args = cmd.Args[1:]
@@ -1106,7 +1127,7 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 				// the shell was in before this one, which the gate
 				// does not know.
 				sc.Faults = append(sc.Faults, "cd - leads to a directory the gate does not know")
-				return dirs
+				return false
 			}
 			if a.Static && strings.HasPrefix(a.Value, "+") {
 				break // pushd +N: a directory of the stack, reached already
@@ -1114,58 +1135,115 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 			target = &cmd.Args[i]
 			break
 		}
-		to := ""
-		switch {
-		case target == nil:
-			if len(cmd.Args) > 1 {
-				continue
+		targets := []*shell.Word{target}
+		if target != nil && !target.Static {
+			if vs := givenValues(sc, *target); vs != nil {
+				targets = vs // cd "$d" of a for loop's words, or of d=word
 			}
-			if sc.Unsure["HOME"] && homeUnsure() {
-				return dirs
-			}
-			to = homeReading("~") // cd alone: the home directory
-		case !target.Static && (target.Glob == "${HOME}" || strings.HasPrefix(target.Glob, "${HOME}/")) && homeReading("~") != "" &&
-			!strings.ContainsAny(strings.TrimPrefix(target.Glob, "${HOME}"), "*?[$"):
-			// "$HOME/x": the home directory, as "~/x" is (the line
-			// giving HOME a value is a fault of its own above).
-			if sc.Unsure["HOME"] && homeUnsure() {
-				return dirs
-			}
-			to = homeReading("~") + strings.TrimPrefix(target.Glob, "${HOME}")
-		case !target.Static:
-			// A directory known only when it runs: a relative word after
-			// it may be anywhere.
-			sc.Faults = append(sc.Faults, "a cd to a directory known only when it runs")
-			return dirs
-		case strings.HasPrefix(target.Value, "~+") || strings.HasPrefix(target.Value, "~-"):
-			// $PWD and $OLDPWD: the second is the shell's directory
-			// before this one, which the gate does not know.
-			sc.Faults = append(sc.Faults, "cd to "+target.Value+", a directory the gate does not know")
-			return dirs
-		case strings.HasPrefix(target.Value, "~"):
-			if (target.Value == "~" || strings.HasPrefix(target.Value, "~/")) && sc.Unsure["HOME"] && homeUnsure() {
-				return dirs
-			}
-			to = homeReading(target.Value)
-		default:
-			to = target.Value
 		}
-		if to == "" {
-			continue
-		}
-		for _, d := range slices.Clone(dirs) {
-			raw := to
-			if !filepath.IsAbs(to) {
-				if d == "" {
-					sc.Faults = append(sc.Faults, "a relative cd from a directory the gate does not know")
-					return dirs
-				}
-				raw = d + "/" + to
-			}
-			if !add(filepath.Clean(raw)) || !add(kernelPath(raw)) {
-				return dirs
+		for _, target := range targets {
+			if !followCd(sc, cmd, target, dirs, add, homeReading, homeUnsure) {
+				return false
 			}
 		}
 	}
-	return dirs
+	return true
+}
+
+// followCd follows one cd or pushd, cmd, to target (nil: none given),
+// from every directory in *dirs (followCds); false when a fault of sc
+// ends the reading.
+func followCd(sc *shell.Script, cmd shell.Command, target *shell.Word, dirs *[]string, add func(string) bool, homeReading func(string) string, homeUnsure func() bool) bool {
+	to := ""
+	switch {
+	case target == nil:
+		if len(cmd.Args) > 1 {
+			return true
+		}
+		if sc.Unheld["HOME"] && homeUnsure() {
+			return false
+		}
+		to = homeReading("~") // cd alone: the home directory
+	case !target.Static && (target.Glob == "${HOME}" || strings.HasPrefix(target.Glob, "${HOME}/")) && homeReading("~") != "" &&
+		!strings.ContainsAny(strings.TrimPrefix(target.Glob, "${HOME}"), "*?[$"):
+		// "$HOME/x": the home directory, as "~/x" is (the line
+		// giving HOME a value is a fault of its own above).
+		if sc.Unheld["HOME"] && homeUnsure() {
+			return false
+		}
+		to = homeReading("~") + strings.TrimPrefix(target.Glob, "${HOME}")
+	case !target.Static:
+		// A directory known only when it runs: a relative word after
+		// it may be anywhere.
+		sc.Faults = append(sc.Faults, "a cd to a directory known only when it runs")
+		return false
+	case strings.HasPrefix(target.Value, "~+") || strings.HasPrefix(target.Value, "~-"):
+		// $PWD and $OLDPWD: the second is the shell's directory
+		// before this one, which the gate does not know.
+		sc.Faults = append(sc.Faults, "cd to "+target.Value+", a directory the gate does not know")
+		return false
+	case strings.HasPrefix(target.Value, "~"):
+		if (target.Value == "~" || strings.HasPrefix(target.Value, "~/")) && sc.Unheld["HOME"] && homeUnsure() {
+			return false
+		}
+		to = homeReading(target.Value)
+	default:
+		to = target.Value
+	}
+	if to == "" {
+		return true
+	}
+	for _, d := range slices.Clone(*dirs) {
+		raw := to
+		if !filepath.IsAbs(to) {
+			if d == "" {
+				sc.Faults = append(sc.Faults, "a relative cd from a directory the gate does not know")
+				return false
+			}
+			raw = d + "/" + to
+		}
+		if !add(filepath.Clean(raw)) || !add(kernelPath(raw)) {
+			return false
+		}
+	}
+	return true
+}
+
+// givenValues returns the values w, a word that is exactly one variable
+// ("$d", "${d}"), may have where the line gives that variable only
+// words known before it runs (the words of a for loop's list, d=word)
+// and uses it after: each a Static word. It returns nil when w is
+// anything else, when the variable may hold a value the line does not
+// show (the environment's, read from input, appended to, given in a
+// subshell: shell.Script.Unsure), when the line touches IFS (how an
+// unquoted value is split), or when a value is empty, holds blanks or
+// glob characters, or starts with "-", "+" or "~" (read as an option,
+// a stack entry or, by cd, not as written).
+func givenValues(sc *shell.Script, w shell.Word) []*shell.Word {
+	name, ok := strings.CutPrefix(w.Glob, "${")
+	if !ok {
+		return nil
+	}
+	if name, ok = strings.CutSuffix(name, "}"); !ok || name == "_" || sc.Unsure[name] || sc.Unsure["IFS"] {
+		return nil
+	}
+	for _, c := range name {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return nil
+		}
+	}
+	var vs []*shell.Word
+	for _, a := range sc.Given {
+		switch {
+		case a.Name == "IFS":
+			return nil
+		case a.Name != name:
+			continue
+		case !a.Value.Static || a.Value.Value == "" || strings.ContainsAny(a.Value.Value, " \t\n*?[") || strings.ContainsAny(a.Value.Value[:1], "-+~"):
+			return nil
+		}
+		v := a.Value
+		vs = append(vs, &v)
+	}
+	return vs
 }

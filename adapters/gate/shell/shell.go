@@ -124,6 +124,14 @@ type Command struct {
 	// command's standard input, decoded as bash passes them: code, when
 	// the program is an interpreter (tclsh <<< "exec …").
 	Input []Word
+	// Repeats is true for a command that may run more than once in the
+	// same shell, each run going on from where the one before left it:
+	// it lies in a loop (for, select, while, until, a C-style for: the
+	// condition too) or a function's body, and not in a subshell inside
+	// it (which starts again from the shell's directory each time it
+	// runs). A directory a cd of it leads to may be left again from
+	// there.
+	Repeats bool
 }
 
 // Program returns the reading of the command's program (Args[0]), ""
@@ -218,6 +226,10 @@ type Script struct {
 	// one used before any value is given it. A guard takes these for any
 	// value, whatever Given says.
 	Unsure map[string]bool
+	// Unheld are the names of Unsure the input may give a value Given
+	// does not hold (all but those only used before a value is given
+	// them, whose value there is the environment's).
+	Unheld map[string]bool
 }
 
 // Opaque reports whether some command runs code the gate cannot see.
@@ -309,6 +321,9 @@ type reader struct {
 	cr, sawStand bool
 	// given: the names Given holds so far, in reading order.
 	given map[string]bool
+	// repeats: how many loops and function bodies enclose what is
+	// being read (Command.Repeats).
+	repeats int
 }
 
 // crStand stands for a carriage return while parsing: a byte the parser
@@ -622,6 +637,7 @@ func (r *reader) add(c Command) int {
 		r.fault(fmt.Sprintf("more than %d commands", MaxCommands))
 		return -1
 	}
+	c.Repeats = c.Repeats || r.repeats > 0
 	r.s.Commands = append(r.s.Commands, c)
 	return len(r.s.Commands) - 1
 }
@@ -694,8 +710,10 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 			r.stmts(ic.Then, parent, via, maybe, depth)
 		}
 	case *syntax.WhileClause:
+		r.repeats++
 		r.stmts(x.Cond, parent, via, maybe, depth)
 		r.stmts(x.Do, parent, via, maybe, depth)
+		r.repeats--
 	case *syntax.ForClause:
 		switch l := x.Loop.(type) {
 		case *syntax.WordIter:
@@ -707,7 +725,9 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 		case *syntax.CStyleLoop:
 			r.arith(parent, via, maybe, depth, l)
 		}
+		r.repeats++
 		r.stmts(x.Do, parent, via, maybe, depth)
+		r.repeats--
 	case *syntax.CaseClause:
 		r.words(x.Word, depth)
 		for _, item := range x.Items {
@@ -717,8 +737,11 @@ func (r *reader) command(st *syntax.Stmt, parent int, via string, maybe bool, de
 			r.stmts(item.Stmts, parent, via, maybe, depth)
 		}
 	case *syntax.FuncDecl:
-		// The body runs whenever the name is called: judged as if run.
+		// The body runs whenever the name is called: judged as if run,
+		// as often as it is called.
+		r.repeats++
 		r.stmt(x.Body, parent, via, maybe, depth)
+		r.repeats--
 	case *syntax.ArithmCmd:
 		r.arith(parent, via, maybe, depth, x)
 	case *syntax.LetClause:
@@ -981,6 +1004,11 @@ func (r *reader) assign(a *syntax.Assign, depth int) Assignment {
 		// An array's elements are read by subscripts, which the guards
 		// take for unknown: the name is given no value here.
 		r.give(as)
+	}
+	if a.Append {
+		// NAME+=value: the value is appended to one Given may not hold
+		// (or added, under declare -i).
+		r.unsure(as.Name)
 	}
 	return as
 }
@@ -1443,8 +1471,19 @@ func (r *reader) give(as Assignment) {
 	r.given[as.Name] = true
 }
 
-// unsure marks name as one whose value Given may not hold (Script.Unsure).
+// unsure marks name as one whose value Given may not hold (Script.Unsure,
+// Script.Unheld).
 func (r *reader) unsure(name string) {
+	r.used(name)
+	if r.s.Unheld == nil {
+		r.s.Unheld = map[string]bool{}
+	}
+	r.s.Unheld[name] = true
+}
+
+// used marks name as one used before the input gives it a value
+// (Script.Unsure, not Script.Unheld).
+func (r *reader) used(name string) {
 	if r.s.Unsure == nil {
 		r.s.Unsure = map[string]bool{}
 	}
@@ -1462,7 +1501,7 @@ func (r *reader) uses(w Word) {
 	}
 	for _, m := range usedVars().FindAllStringSubmatch(w.Glob, -1) {
 		if !r.given[m[1]] {
-			r.unsure(m[1])
+			r.used(m[1])
 		}
 	}
 }
@@ -1472,7 +1511,12 @@ func (r *reader) uses(w Word) {
 // sent to the background), whose values never reach the line's shell.
 func (r *reader) scoped(read func()) {
 	from := len(r.s.Given)
+	// A subshell starts from the shell's directory each time it runs:
+	// what its commands change does not carry over to its next run.
+	repeats := r.repeats
+	r.repeats = 0
 	read()
+	r.repeats = repeats
 	for _, a := range r.s.Given[from:] {
 		r.unsure(a.Name)
 	}
