@@ -186,7 +186,7 @@ func TestDecide_CdRepeats(t *testing.T) {
 		}
 	}
 	data := filepath.Join(home, ".local/share/logbook")
-	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cd:*)", "Bash(true:*)", "Bash(false:*)", "Write(@R/proj/**)"]
+	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cd:*)", "Bash(true:*)", "Bash(false:*)", "Bash(trap:*)", "Bash(set:*)", "Write(@R/proj/**)"]
 deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
 	if err != nil {
@@ -203,6 +203,8 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 		{`select i in a; do cd ..; done; echo x > secret/y`, ActionDeny},
 		{`f() { cd ..; }; f; f; echo x > secret/y`, ActionDeny},
 		{`for i in 1 2; do eval 'cd ..'; done; cat < secret/key.txt`, ActionDeny},
+		{`trap 'cd ..' DEBUG; true; echo x > secret/y`, ActionDeny},
+		{`set -T; trap "cd .." RETURN; f() { true; }; f; f; echo x > secret/y`, ActionDeny},
 		{`for d in y ..; do cd "$d"; done; echo x > secret/y`, ActionDeny},
 		{`for d in ../..; do cd $d; done; echo x > secret/y`, ActionDeny},
 		{`d=../..; cd $d; echo x > secret/y`, ActionDeny},

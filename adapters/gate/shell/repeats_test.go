@@ -24,6 +24,8 @@ func TestRead_Repeats(t *testing.T) {
 		{`for i in 1; do cd a | cat; done`, nil},
 		{`for i in 1; do (for j in 1; do cd a; done); done`, []string{"cd"}},
 		{`for i in 1; do eval 'cd ..'; done`, []string{"eval", "cd"}},
+		{`trap 'cd ..' DEBUG; true`, []string{"cd"}},
+		{`alias x='cd ..'`, []string{"cd"}},
 	} {
 		var got []string
 		for _, c := range Read(tc.src).Commands {

@@ -127,7 +127,8 @@ type Command struct {
 	// Repeats is true for a command that may run more than once in the
 	// same shell, each run going on from where the one before left it:
 	// it lies in a loop (for, select, while, until, a C-style for: the
-	// condition too) or a function's body, and not in a subshell inside
+	// condition too), a function's body, a trap's or an alias's code,
+	// and not in a subshell inside
 	// it (which starts again from the shell's directory each time it
 	// runs). A directory a cd of it leads to may be left again from
 	// there.

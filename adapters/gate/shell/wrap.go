@@ -292,7 +292,9 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 		r.aliasDefined = true
 		for _, w := range rest {
 			if _, v, ok := strings.Cut(src(w), "="); ok {
+				r.repeats++ // wherever the alias is used
 				r.text(at, "alias", v, w.Static, depth)
+				r.repeats--
 			}
 		}
 	case name == "trap":
@@ -300,7 +302,11 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 			rest = rest[1:]
 		}
 		if len(rest) > 0 && !(rest[0].Static && strings.HasPrefix(rest[0].Value, "-") && len(rest[0].Value) > 1) {
+			// A trap's code runs whenever its signal comes (DEBUG:
+			// before every command), in the shell itself.
+			r.repeats++
 			r.text(at, "trap", src(rest[0]), rest[0].Static, depth)
+			r.repeats--
 		}
 	case name == "shopt":
 		for _, w := range rest {
