@@ -228,3 +228,71 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 		}
 	}
 }
+
+// TestDecide_WrapperDirectory checks that a wrapper which runs its
+// command in another directory (env -C, sudo -D, unshare -w, nsenter
+// -w, abbreviated long options too) has its command's relative words
+// read from there; that one whose directory the gate cannot know (find
+// -execdir, a login shell, systemd-run, a directory in a variable) is
+// never allowed; that one which changes the root directory (chroot,
+// unshare -R, sudo -R) is never allowed; and that a relative word read
+// from an unknown directory is held to the data dir's guard.
+func TestDecide_WrapperDirectory(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	for _, d := range []string{"proj/x/y", "secret", "home/.local/share/logbook"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(home, ".local/share/logbook")
+	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(env:*)", "Bash(sh:*)", "Bash(sudo:*)", "Bash(unshare:*)", "Bash(nsenter:*)", "Bash(find:*)", "Bash(su:*)", "Bash(chroot:*)", "Bash(systemd-run:*)", "Bash(gofmt:*)", "Write(@R/proj/**)"]
+deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
+	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor(data), pol}
+	for _, tc := range []struct{ cmd, want string }{
+		// Each wrote @R/secret/y, allowed before.
+		{`env -C @R/secret sh -c 'echo x > y'`, ActionDeny},
+		{`env --chdir=@R/secret sh -c 'echo x > y'`, ActionDeny},
+		{`env --ch=@R/secret sh -c 'echo x > y'`, ActionDeny},
+		{`env -C ../../secret sh -c 'echo x > y'`, ActionDeny},
+		{`sudo -D @R/secret sh -c 'echo x > y'`, ActionDeny},
+		{`sudo -u root --chdir=@R/secret sh -c 'echo x > y'`, ActionDeny},
+		{`unshare -w @R/secret sh -c 'echo x > y'`, ActionDeny},
+		{`unshare --wd=@R/secret sh -c 'cat < key.txt'`, ActionDeny},
+		{`nsenter -w@R/secret -t 1 sh -c 'echo x > y'`, ActionDeny},
+		{`find @R/proj -maxdepth 0 -execdir sh -c 'echo x > secret/y' \;`, ""},
+		{`find / -execdir cat creds.json \;`, ""},
+		{`find . -name '*.go' -execdir gofmt -l {} \;`, ""},
+		{`sudo -i sh -c 'echo x > y'`, ""},
+		{`su - -c 'echo x > y'`, ""},
+		{`systemd-run --wait sh -c 'echo x > y'`, ""},
+		{`env -C "$D" sh -c 'echo x > y'`, ""},
+		{`chroot @R sh -c 'echo x > /secret/y'`, ""},
+		{`unshare -R @R sh -c 'echo x > /secret/y'`, ""},
+		{`sudo --chroot=@R sh -c 'echo x > /secret/y'`, ""},
+		// The wrapper's directory is where its command's words lead.
+		{`env -C y sh -c 'echo x > z'`, ActionAllow},
+		{`env -C y ls`, ActionAllow},
+		{`sudo -D @R/proj ls`, ActionAllow},
+	} {
+		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))
+		c.Dir = filepath.Join(root, "proj/x")
+		m := Decide(pols, c)
+		if tc.want == "" && m.Action == ActionAllow || tc.want != "" && m.Action != tc.want {
+			t.Errorf("%q: %+v, want %q", tc.cmd, m, cmp.Or(tc.want, "anything but allow"))
+		}
+	}
+	// With no directory for the call, a relative word may be read from
+	// the data dir itself.
+	c := bash(`cat creds.json`)
+	c.Dir = ""
+	if m := Decide(pols, c); m.Action == ActionAllow {
+		t.Errorf("cat creds.json from an unknown directory: %+v", m)
+	}
+}

@@ -90,6 +90,12 @@ func (g *dataDirGlobs) namesAs(s, dir string, removes func([]string) bool) bool 
 	bases := map[string]bool{}
 	if dir != "" && strings.HasPrefix(dir, "/") {
 		bases[path.Clean(strings.ToLower(dir))] = true
+	} else {
+		// A directory the guard cannot know (no cwd, find -execdir): it
+		// may be the data dir, or any of its ancestors.
+		for k := 0; k <= len(g.dd); k++ {
+			bases["/"+strings.Join(g.dd[:k], "/")] = true
+		}
 	}
 	fields := shellFields(s)
 	rm := removes(fields)

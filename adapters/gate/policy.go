@@ -1064,7 +1064,7 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 		return true
 	}
 	cds := slices.ContainsFunc(sc.Commands, func(c shell.Command) bool {
-		return slices.ContainsFunc(c.Args, func(w shell.Word) bool {
+		return len(c.Chdir) > 0 || slices.ContainsFunc(c.Args, func(w shell.Word) bool {
 			return w.Static && (path.Base(w.Value) == "cd" || path.Base(w.Value) == "pushd")
 		})
 	})
@@ -1077,6 +1077,13 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 			return dirs
 		}
 	}
+	// A wrapper that runs its command in a directory the gate cannot
+	// know (find -execdir, sudo -i, su -): its relative words may be
+	// anything.
+	unknown := func() bool {
+		sc.Faults = append(sc.Faults, "a command runs in a directory known only when it runs")
+		return false
+	}
 	// A cd that may run more than once (in a loop, a function) leads on
 	// from where it led: the cds are followed again from every directory
 	// reached until none leads anywhere new (or to more than
@@ -1084,7 +1091,7 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 	repeats := slices.ContainsFunc(sc.Commands, func(c shell.Command) bool { return c.Repeats })
 	for {
 		reached := len(dirs)
-		if !followCds(sc, &dirs, add, homeReading, homeUnsure) {
+		if !followCds(sc, &dirs, add, unknown, homeReading, homeUnsure) {
 			return dirs
 		}
 		if !repeats || len(dirs) == reached {
@@ -1097,8 +1104,15 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 // directory in *dirs when it is met (scriptDirs), adding where each
 // leads with add. It returns false when a fault of sc ends the reading
 // (add refused a directory, or a cd leads where the gate cannot know).
-func followCds(sc *shell.Script, dirs *[]string, add func(string) bool, homeReading func(string) string, homeUnsure func() bool) bool {
+func followCds(sc *shell.Script, dirs *[]string, add func(string) bool, unknown func() bool, homeReading func(string) string, homeUnsure func() bool) bool {
 	for _, cmd := range sc.Commands {
+		for _, d := range cmd.Chdir {
+			// A wrapper's directory option (env -C, sudo -D …), read as
+			// a cd to it; its command's words from there.
+			if !d.Static && !unknown() || d.Static && !followCd(sc, cmd, &d, dirs, add, homeReading, homeUnsure) {
+				return false
+			}
+		}
 		for len(cmd.Args) > 1 && cmd.Args[0].Static && (cmd.Args[0].Value == "builtin" || cmd.Args[0].Value == "command") {
 			cmd.Args = cmd.Args[1:]
 		}

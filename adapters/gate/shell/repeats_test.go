@@ -63,3 +63,55 @@ func TestRead_Unheld(t *testing.T) {
 		}
 	}
 }
+
+// TestRead_Chdir checks the directories a wrapper's options give its
+// command (Command.Chdir): each option's value, short, clustered, long
+// or abbreviated; one known only when it runs for find -execdir, a
+// login shell and a value not known before; none past the command's
+// own words.
+func TestRead_Chdir(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want []string // each directory's Reading
+	}{
+		{`env -C /a sh -c true`, []string{"/a"}},
+		{`env -C/a true`, []string{"/a"}},
+		{`env --chdir=/a true`, []string{"/a"}},
+		{`env --chdir /a true`, []string{"/a"}},
+		{`env --ch=/a true`, []string{"/a"}},
+		{`env -i -C /a -C /b true`, []string{"/a", "/b"}},
+		{`env true -C /a`, nil},
+		{`env make -C /a`, nil},
+		{`sudo -u root -D /a true`, []string{"/a"}},
+		{`sudo -uroot -D/a true`, []string{"/a"}},
+		{`sudo -i true`, []string{WildPart}},
+		{`unshare -w /a true`, []string{"/a"}},
+		{`nsenter -w -t 1 true`, []string{WildPart}},
+		{`nsenter --wd=/a -t 1 true`, []string{"/a"}},
+		{`su - -c true`, []string{WildPart}},
+		{`su -l root -c true`, []string{WildPart}},
+		{`find . -execdir true \;`, []string{WildPart}},
+		{`find . -exec true \;`, nil},
+		{`systemd-run true`, []string{WildPart}},
+		{`systemd-run --scope true`, nil},
+		{`env -C "$D" true`, []string{WildPart}},
+	} {
+		var got []string
+		for _, c := range Read(tc.src).Commands {
+			for _, d := range c.Chdir {
+				got = append(got, d.Reading)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: chdir %q, want %q", tc.src, got, tc.want)
+		}
+	}
+	for _, src := range []string{`chroot /srv/r true`, `unshare -R /srv/r true`, `sudo --chroot=/srv/r true`, `nsenter -r/srv/r -t 1 true`} {
+		if !Read(src).Opaque() {
+			t.Errorf("%q: not opaque", src)
+		}
+	}
+	if Read(`chroot / true`).Opaque() {
+		t.Errorf("chroot /: opaque")
+	}
+}

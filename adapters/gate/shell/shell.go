@@ -124,6 +124,12 @@ type Command struct {
 	// command's standard input, decoded as bash passes them: code, when
 	// the program is an interpreter (tclsh <<< "exec …").
 	Input []Word
+	// Chdir are the directories a wrapper may run the commands it reads
+	// (those with it as Parent) in, when an option of it names another
+	// than the shell's (env -C, sudo -D, unshare -w, find -execdir …):
+	// each a Static word, or one known only when it runs (a directory
+	// the gate cannot know).
+	Chdir []Word
 	// Repeats is true for a command that may run more than once in the
 	// same shell, each run going on from where the one before left it:
 	// it lies in a loop (for, select, while, until, a C-style for: the

@@ -218,6 +218,7 @@ func (r *reader) inner(at int, st *syntax.Stmt, depth int) {
 	}
 	name := base(prog)
 	rest := args[1:]
+	r.chdir(at, name, rest)
 	switch {
 	case shells[name]:
 		r.shell(at, name, rest, st, depth)
@@ -1174,6 +1175,10 @@ func (r *reader) find(at int, rest []Word, depth int) {
 				w = Word{Value: w.Value, Reading: strings.ReplaceAll(w.Reading, "{}", WildPart), Glob: strings.ReplaceAll(w.Glob, "{}", "${"+FoundName+"}")}
 			}
 			ws = append(ws, w)
+		}
+		if v == "-execdir" || v == "-okdir" {
+			// Run from the folder of each file found.
+			r.s.Commands[at].Chdir = append(r.s.Commands[at].Chdir, unknownDir)
 		}
 		r.sub(at, "find "+v, ws, false, depth)
 		i = j
