@@ -1000,6 +1000,7 @@ func Decide(pols []*Policy, c Call) Match {
 
 // decideIn is Decide of c from its own directory alone.
 func decideIn(pols []*Policy, c Call) Match {
+	c = withRepoTops(c)
 	var first Match
 	risk := ""
 	for _, p := range pols {
@@ -1012,6 +1013,45 @@ func decideIn(pols []*Policy, c Call) Match {
 	}
 	first.Risk = risk
 	return first
+}
+
+// withRepoTops returns c with each change of a git work tree whose top
+// its words do not name (shell.Redirection.RepoTop) read from c's
+// directory: the nearest ancestor of its target that holds .git (a
+// folder, or a file: a linked work tree's), found on disk now; the
+// target itself when none does or the directory is unknown. c's script
+// is copied, not changed: the same script is judged from every
+// directory a command may reach.
+func withRepoTops(c Call) Call {
+	sc := c.sh
+	if sc == nil || !slices.ContainsFunc(sc.Changes, func(rd shell.Redirection) bool { return rd.RepoTop }) {
+		return c
+	}
+	cp := *sc
+	cp.Changes = slices.Clone(sc.Changes)
+	for i, rd := range cp.Changes {
+		if !rd.RepoTop || !rd.Target.Static {
+			continue
+		}
+		d := rd.Target.Value
+		if !filepath.IsAbs(d) {
+			if c.Dir == "" {
+				continue
+			}
+			d = filepath.Join(c.Dir, d)
+		}
+		for top := filepath.Clean(d); ; top = filepath.Dir(top) {
+			if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+				cp.Changes[i].Target = shell.Word{Value: top, Static: true, Reading: top, Glob: top}
+				break
+			}
+			if top == "/" || top == "." {
+				break
+			}
+		}
+	}
+	c.sh = &cp
+	return c
 }
 
 // maxScriptDirs bounds the directories scriptDirs follows a command

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -59,7 +60,12 @@ import (
 //     lz4's OUT; nothing with -c, --stdout, -l, -t.
 //   - git checkout, restore (their pathspecs, trees), rm (removed,
 //     trees), mv (as mv), clean (a tree under each pathspec, else the
-//     working directory); under -C DIR, each relative to DIR.
+//     working directory); under -C DIR, each relative to DIR, and under
+//     --work-tree DIR, to DIR as well. The whole work tree (--work-tree's,
+//     else the one the directory lies in, from its top: RepoTop) for
+//     those that may write anywhere in it (gitWritesTree: reset --hard,
+//     pull, merge, stash, a branch checked out …); init's folder,
+//     clone's, worktree add's (gitNewTree).
 //   - find -delete: a tree under each starting point.
 //   - curl -o|--output, -D|--dump-header, -c|--cookie-jar, --trace,
 //     --trace-ascii, --stderr, --etag-save, --libcurl FILE; -O,
@@ -1211,6 +1217,7 @@ func (r *reader) compressChanges(at int, name string, rest []Word) {
 // list above.
 func (r *reader) gitChanges(at int, name string, rest []Word) {
 	dir := lit("")
+	var workTree *Word
 	i := 0
 	for ; i < len(rest); i++ {
 		w := rest[i]
@@ -1225,7 +1232,14 @@ func (r *reader) gitChanges(at int, name string, rest []Word) {
 		case v == "-C" && i+1 < len(rest):
 			i++
 			dir = relativeTo(dir, rest[i])
-		case v == "-c" || v == "--git-dir" || v == "--work-tree" || v == "--namespace" || v == "--config-env" || v == "--super-prefix":
+		case v == "--work-tree" && i+1 < len(rest):
+			i++
+			w := relativeTo(dir, rest[i])
+			workTree = &w
+		case strings.HasPrefix(v, "--work-tree="):
+			w := relativeTo(dir, Word{Value: strings.TrimPrefix(v, "--work-tree="), Static: true, Reading: strings.TrimPrefix(v, "--work-tree="), Glob: strings.TrimPrefix(v, "--work-tree=")})
+			workTree = &w
+		case v == "-c" || v == "--git-dir" || v == "--namespace" || v == "--config-env" || v == "--super-prefix":
 			i++
 		}
 	}
@@ -1235,7 +1249,23 @@ func (r *reader) gitChanges(at int, name string, rest []Word) {
 	sub := rest[i].Value
 	args := rest[i+1:]
 	in := func(w Word) Word { return relativeTo(dir, w) }
+	// tree notes a change of the whole work tree: --work-tree's, else
+	// the one the directory lies in (Redirection.RepoTop).
+	tree := func() {
+		if workTree != nil {
+			r.change(at, "git "+sub, *workTree, changeTree)
+			return
+		}
+		r.s.Changes = append(r.s.Changes, Redirection{Op: "git " + sub, Target: or2(dir, lit(".")), Command: at, Tree: true, RepoTop: true})
+	}
+	if gitWritesTree(sub, args) {
+		tree()
+	}
 	switch sub {
+	case "init", "clone", "worktree":
+		if to := gitNewTree(sub, args); to != nil {
+			r.change(at, "git "+sub, in(*to), changeTree)
+		}
 	case "checkout", "restore", "rm", "clean":
 		p := getopt{short: "bBse", long: []string{"source=", "pathspec-from-file=", "conflict=", "orphan=",
 			"exclude=", "staged", "worktree", "ours", "theirs", "force", "quiet", "cached", "recursive", "dry-run"}}.parse(args)
@@ -1250,6 +1280,11 @@ func (r *reader) gitChanges(at int, name string, rest []Word) {
 		}
 		for _, w := range ops {
 			r.change(at, "git "+sub, in(w), changeTree)
+			if workTree != nil {
+				// From outside the work tree, a pathspec is read
+				// from its top.
+				r.change(at, "git "+sub, relativeTo(*workTree, w), changeTree)
+			}
 		}
 		if len(p.unknown) > 0 || p.has("--pathspec-from-file") {
 			r.change(at, "git "+sub, unknownPath(), changeTree)
@@ -1267,6 +1302,98 @@ func (r *reader) gitChanges(at int, name string, rest []Word) {
 		}
 		r.copyChanges(at, "mv", ws)
 	}
+}
+
+// gitWritesTree reports whether git subcommand sub with arguments args
+// (git 2.4x) may write files anywhere in the work tree: reset --hard,
+// --merge or --keep; switch to another commit; checkout of a branch
+// (no "--", an operand that may be one); stash (but list, show, drop,
+// clear, create, store); pull, merge, rebase, am, cherry-pick, revert,
+// bisect, apply (but --cached, --check and the reports), read-tree -u,
+// checkout-index, submodule, sparse-checkout, filter-branch; and a
+// subcommand known only when it runs.
+func gitWritesTree(sub string, args []Word) bool {
+	has := func(names ...string) bool {
+		return slices.ContainsFunc(args, func(w Word) bool {
+			return !w.Static || slices.Contains(names, w.Value)
+		})
+	}
+	operands := func() int {
+		n := 0
+		for _, w := range args {
+			if w.Static && w.Value == "--" {
+				return -1
+			}
+			if !w.Static || !strings.HasPrefix(w.Value, "-") {
+				n++
+			}
+		}
+		return n
+	}
+	switch sub {
+	case "reset":
+		return has("--hard", "--merge", "--keep")
+	case "switch":
+		return operands() != 0
+	case "checkout":
+		// checkout -b NEW: a new branch at HEAD, the files as they are.
+		n := operands()
+		if has("-b", "-B", "--orphan") {
+			n--
+		}
+		return n > 0
+	case "stash":
+		return len(args) == 0 || !args[0].Static || !slices.Contains([]string{"list", "show", "drop", "clear", "create", "store"}, args[0].Value)
+	case "pull", "merge", "rebase", "am", "cherry-pick", "revert", "bisect", "checkout-index", "submodule", "sparse-checkout", "filter-branch":
+		return true
+	case "apply":
+		return !has("--cached", "--check", "--stat", "--numstat", "--summary")
+	case "read-tree":
+		return has("-u")
+	}
+	return false
+}
+
+// gitNewTree returns the folder git init, clone or worktree add makes or
+// writes into: init's operand (else the working directory), clone's
+// second operand (else the repository's name), worktree add's path; nil
+// when sub makes none.
+func gitNewTree(sub string, args []Word) *Word {
+	var ops []Word
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w.Static && w.Value == "--":
+			ops = append(ops, args[i+1:]...)
+			i = len(args)
+		case w.Static && strings.HasPrefix(w.Value, "-"):
+			switch w.Value {
+			case "-b", "-B", "--branch", "-o", "--origin", "--template", "--separate-git-dir", "--reference", "--depth", "-c", "--config", "-u", "--upload-pack", "--initial-branch", "--object-format", "--shared", "--filter", "-j", "--jobs", "--reason":
+				i++
+			}
+		default:
+			ops = append(ops, w)
+		}
+	}
+	switch {
+	case sub == "init" && len(ops) == 0:
+		d := lit(".")
+		return &d
+	case sub == "init":
+		return &ops[0]
+	case sub == "clone" && len(ops) > 1:
+		return &ops[1]
+	case sub == "clone" && len(ops) == 1:
+		n := urlName(ops[0], "")
+		n = Word{Value: strings.TrimSuffix(n.Value, ".git"), Static: n.Static, Reading: strings.TrimSuffix(n.Reading, ".git"), Glob: strings.TrimSuffix(n.Glob, ".git")}
+		return &n
+	case sub == "worktree" && len(ops) > 1 && ops[0].Static && ops[0].Value == "add":
+		return &ops[1]
+	case sub == "worktree" && len(ops) > 0 && !ops[0].Static:
+		u := unknownPath()
+		return &u
+	}
+	return nil
 }
 
 // curlGetopt is curl's short options that take a value, and the long

@@ -194,6 +194,11 @@ type Redirection struct {
 	// Target as well as Target (a folder it extracts or copies into, a
 	// tree it removes): Changes only.
 	Tree bool
+	// RepoTop is true for a Tree change of a git work tree whose top
+	// the words do not name: Target is a directory in it, and the
+	// change is of the whole tree, from the nearest ancestor of Target
+	// that holds .git (found on disk by whoever judges it).
+	RepoTop bool
 }
 
 // Script is what Read found in one input.
