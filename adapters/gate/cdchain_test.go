@@ -296,3 +296,75 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 		t.Errorf("cat creds.json from an unknown directory: %+v", m)
 	}
 }
+
+// TestDecide_DirStack checks the directory stack and the other ways a
+// line changes where cd leads: a DIRSTACK the line gives values (also
+// by a nameref), a pushd -n entry read from where the shell is when
+// popd, pushd +N or cd ~N uses it, cd +NAME (a folder, not an entry),
+// cd -- - and pushd - ($OLDPWD), cdable_vars, and a nameref to OLDPWD
+// or CDPATH. Each row wrote or read the denied folder under bash 5.2
+// and was allowed before.
+func TestDecide_DirStack(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	for _, d := range []string{"proj/sub", "proj/secrets", "secret", "proj/+x", "home/.local/share/logbook"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for old, new := range map[string]string{"secret": "proj/sl", "../../home/.local/share/logbook": "proj/+x/rl"} {
+		if err := os.Symlink(strings.Replace(old, "secret", filepath.Join(root, "secret"), 1), filepath.Join(root, new)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "proj/+sl")); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(home, ".local/share/logbook")
+	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(echo:*)", "Bash(cd:*)", "Bash(ls:*)", "Bash(pushd:*)", "Bash(popd:*)", "Bash(shopt:*)", "Bash(declare:*)", "Write(@R/proj/**)"]
+deny = ["Read(@R/secret/**)", "Write(@R/secret/**)", "Read(@R/proj/secrets/**)", "Write(@R/proj/secrets/**)"]`, "@R", root)
+	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols := []*Policy{builtinFor(data), pol}
+	for _, tc := range []struct{ cmd, dir string }{
+		{`pushd .; DIRSTACK[1]=@R/secret; popd; echo hi > f`, "proj"},
+		{`pushd . >/dev/null; DIRSTACK[1]=@R/secret; popd >/dev/null; cat < key.txt`, "proj"},
+		{`pushd .; DIRSTACK[1]=@R/secret; pushd +1; echo hi > f`, "proj"},
+		{`pushd . && DIRSTACK[1]=@R/secret && cd ~1 && echo hi > f`, "proj"},
+		{`pushd .; DIRSTACK=(@R/proj @R/secret); popd; echo hi > f`, "proj"},
+		{`pushd -n secrets; cd @R/proj; popd; echo hi > f`, "proj/sub"},
+		{`pushd -n secrets; cd @R/proj; cd ~1; echo hi > f`, "proj/sub"},
+		{`pushd -n secrets; cd @R/proj; pushd +1; echo hi > f`, "proj/sub"},
+		{`pushd -n secrets >/dev/null; cd @R/proj; popd >/dev/null; cat < key.txt`, "proj/sub"},
+		{`pushd -n .. ; cd ~1/secrets; echo hi > f`, "proj/sub"},
+		{`cd +sl; echo hi > f`, "proj"},
+		{`cd +sl && cat < key.txt`, "proj"},
+		{`cd +x && cd rl && cat creds.json`, "proj"},
+		{`cd +x && cd rl && echo pwned >> creds.json`, "proj"},
+		{`cd -- -; echo hi > f`, "proj"},
+		{`pushd -; echo hi > f`, "proj"},
+		{`pushd -- -; echo hi > f`, "proj"},
+		{`cd -- - && cat < key.txt`, "proj"},
+		{`shopt -s cdable_vars; s=@R/secret; cd s; echo hi > f`, "proj"},
+		{`declare -n r=OLDPWD; r=@R/secret; cd -- -; echo hi > f`, "proj"},
+		{`declare -n r=CDPATH; r=@R; cd secret; echo hi > f`, "proj"},
+		{`declare -n r=DIRSTACK; pushd .; r[1]=@R/secret; popd; echo hi > f`, "proj"},
+	} {
+		c := bash(strings.ReplaceAll(tc.cmd, "@R", root))
+		c.Dir = filepath.Join(root, tc.dir)
+		if m := Decide(pols, c); m.Action == ActionAllow {
+			t.Errorf("%q in %s: %+v, want anything but allow", tc.cmd, tc.dir, m)
+		}
+	}
+	for _, cmd := range []string{`pushd sub && ls && popd`, `cd sub && pushd . && popd && echo x > y`} {
+		c := bash(cmd)
+		c.Dir = filepath.Join(root, "proj")
+		if m := Decide(pols, c); m.Action != ActionAllow {
+			t.Errorf("%q: %+v, want allow", cmd, m)
+		}
+	}
+}

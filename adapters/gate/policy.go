@@ -1111,9 +1111,20 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 	if !cds {
 		return dirs
 	}
-	for _, name := range []string{"CDPATH", "OLDPWD", "HOME"} {
+	// DIRSTACK: where popd, pushd +N and cd ~N lead; BASHOPTS: the
+	// shell options a bash started by the line begins with.
+	for _, name := range []string{"CDPATH", "OLDPWD", "HOME", "DIRSTACK", "BASHOPTS"} {
 		if sets(name) {
 			sc.Faults = append(sc.Faults, "the command may set "+name+", which cd reads")
+			return dirs
+		}
+	}
+	for _, c := range sc.Commands {
+		if len(c.Args) > 0 && c.Args[0].Static && path.Base(c.Args[0].Value) == "shopt" && slices.ContainsFunc(c.Args[1:], func(w shell.Word) bool {
+			return !w.Static || w.Value == "cdable_vars"
+		}) {
+			// cd NAME leads to $NAME when no folder NAME exists.
+			sc.Faults = append(sc.Faults, "the command may turn on cdable_vars, with which cd reads variables")
 			return dirs
 		}
 	}
@@ -1128,6 +1139,13 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 	// from where it led: the cds are followed again from every directory
 	// reached until none leads anywhere new (or to more than
 	// maxScriptDirs).
+	// The directory stack used (popd, pushd +N, cd ~N) leads to the
+	// directories reached, but for an entry pushd -n put there as
+	// written, which is read from wherever the shell is when it is used.
+	if slices.ContainsFunc(sc.Commands, usesDirStack) && slices.ContainsFunc(sc.Commands, pushesWord) {
+		sc.Faults = append(sc.Faults, "pushd -n puts a directory on the stack as written, read from where the shell is when it is used")
+		return dirs
+	}
 	repeats := slices.ContainsFunc(sc.Commands, func(c shell.Command) bool { return c.Repeats })
 	for {
 		reached := len(dirs)
@@ -1176,18 +1194,18 @@ func followCds(sc *shell.Script, dirs *[]string, add func(string) bool, unknown 
 			if a.Static && strings.HasPrefix(a.Value, "-") && a.Value != "-" {
 				continue // -P, -L, -e, -@
 			}
-			if a.Static && a.Value == "-" && path.Base(cmd.Args[0].Value) == "cd" {
-				// $OLDPWD: before the line's first cd, the directory
-				// the shell was in before this one, which the gate
-				// does not know.
-				sc.Faults = append(sc.Faults, "cd - leads to a directory the gate does not know")
-				return false
-			}
-			if a.Static && strings.HasPrefix(a.Value, "+") {
+			if a.Static && path.Base(cmd.Args[0].Value) == "pushd" && stackIndex(a.Value) {
 				break // pushd +N: a directory of the stack, reached already
 			}
 			target = &cmd.Args[i]
 			break
+		}
+		if target != nil && target.Static && target.Value == "-" {
+			// $OLDPWD (cd -, cd -- -, pushd -): before the line's first
+			// cd, the directory the shell was in before this one, which
+			// the gate does not know.
+			sc.Faults = append(sc.Faults, path.Base(cmd.Args[0].Value)+" - leads to a directory the gate does not know")
+			return false
 		}
 		targets := []*shell.Word{target}
 		if target != nil && !target.Static {
@@ -1231,7 +1249,7 @@ func followCd(sc *shell.Script, cmd shell.Command, target *shell.Word, dirs *[]s
 		// it may be anywhere.
 		sc.Faults = append(sc.Faults, "a cd to a directory known only when it runs")
 		return false
-	case strings.HasPrefix(target.Value, "~+") || strings.HasPrefix(target.Value, "~-"):
+	case strings.HasPrefix(target.Value, "~+") || strings.HasPrefix(target.Value, "~-") || stackTilde(target.Value):
 		// $PWD and $OLDPWD: the second is the shell's directory
 		// before this one, which the gate does not know.
 		sc.Faults = append(sc.Faults, "cd to "+target.Value+", a directory the gate does not know")
@@ -1261,6 +1279,83 @@ func followCd(sc *shell.Script, cmd shell.Command, target *shell.Word, dirs *[]s
 		}
 	}
 	return true
+}
+
+// stackIndex reports whether v is "+N" or "-N" (N decimal digits): an
+// entry of the directory stack, to pushd, popd and dirs.
+func stackIndex(v string) bool {
+	return len(v) > 1 && (v[0] == '+' || v[0] == '-') && strings.Trim(v[1:], "0123456789") == ""
+}
+
+// stackTilde reports whether word v begins with "~N", "~+N" or "~-N" (N
+// decimal digits): bash's tilde for an entry of the directory stack.
+func stackTilde(v string) bool {
+	t, ok := strings.CutPrefix(v, "~")
+	if !ok {
+		return false
+	}
+	t, _, _ = strings.Cut(t, "/")
+	t = strings.TrimLeft(t, "+-")
+	return t != "" && strings.Trim(t, "0123456789") == ""
+}
+
+// pushesWord reports whether c is a pushd -n of a directory that is not
+// an absolute path known before it runs.
+func pushesWord(c shell.Command) bool {
+	for len(c.Args) > 1 && c.Args[0].Static && (c.Args[0].Value == "builtin" || c.Args[0].Value == "command") {
+		c.Args = c.Args[1:]
+	}
+	if len(c.Args) == 0 || !c.Args[0].Static || path.Base(c.Args[0].Value) != "pushd" {
+		return false
+	}
+	n := false
+	for i, a := range c.Args[1:] {
+		switch {
+		case !a.Static:
+			return true // may be -n, and any directory
+		case a.Value == "--":
+			return n && slices.ContainsFunc(c.Args[i+2:], func(w shell.Word) bool { return !w.Static || !filepath.IsAbs(w.Value) })
+		case strings.HasPrefix(a.Value, "-") && !stackIndex(a.Value) && a.Value != "-":
+			n = n || strings.Contains(a.Value, "n")
+		case n && !filepath.IsAbs(a.Value):
+			return true
+		}
+	}
+	return false
+}
+
+// usesDirStack reports whether c moves to an entry of the directory
+// stack: popd, pushd with no directory or with +N or -N, or a cd or
+// pushd to "~N", "~+N" or "~-N".
+func usesDirStack(c shell.Command) bool {
+	for len(c.Args) > 1 && c.Args[0].Static && (c.Args[0].Value == "builtin" || c.Args[0].Value == "command") {
+		c.Args = c.Args[1:]
+	}
+	if len(c.Args) == 0 || !c.Args[0].Static {
+		return false
+	}
+	switch path.Base(c.Args[0].Value) {
+	case "popd":
+		return true
+	case "cd", "pushd":
+	default:
+		return false
+	}
+	dir := false
+	for _, a := range c.Args[1:] {
+		if !a.Static {
+			dir = true
+			continue
+		}
+		v := a.Value
+		if stackTilde(v) || path.Base(c.Args[0].Value) == "pushd" && stackIndex(v) {
+			return true
+		}
+		if !strings.HasPrefix(v, "-") || v == "-" {
+			dir = true
+		}
+	}
+	return path.Base(c.Args[0].Value) == "pushd" && !dir // pushd alone: the top two swapped
 }
 
 // givenValues returns the values w, a word that is exactly one variable

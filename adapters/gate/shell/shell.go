@@ -856,6 +856,8 @@ func (r *reader) declNames(at int, c Command, naked []Word, depth int) {
 			if why := r.assignEffect(Assignment{Name: n, Value: Word{Reading: WildPart, Glob: "${_}"}}, at, depth); why != "" {
 				r.opaque(at, why)
 			}
+			// What the nameref is given goes to n.
+			r.unsure(n)
 		}
 	}
 }
@@ -1013,9 +1015,12 @@ func (r *reader) assign(a *syntax.Assign, depth int) Assignment {
 		as.Value = Word{Static: true}
 	}
 	if a.Array == nil {
-		// An array's elements are read by subscripts, which the guards
-		// take for unknown: the name is given no value here.
 		r.give(as)
+	} else {
+		// An array's elements are read by subscripts, which the guards
+		// take for unknown: the name is given no value here, but may
+		// hold any (DIRSTACK=(…)).
+		r.unsure(as.Name)
 	}
 	if a.Append {
 		// NAME+=value: the value is appended to one Given may not hold
