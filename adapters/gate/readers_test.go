@@ -60,6 +60,14 @@ func TestDecide_ReadersThatRunCommands(t *testing.T) {
 		{"sed/s-w-etc", `sed 's/a/b/w /etc/x' f`, "deny"},
 		{"sed/w-other", `sed -n 'w out.txt' f`, ""},
 		{"sed/unknown-script", `sed "$s" f`, "review"},
+		// A bracket expression holds the delimiter (GNU sed 4.9): the
+		// flags after the regex and replacement are seen.
+		{"sed/bracket-e-flag", `sed 's/[/]*.*/touch ..\/x/e' f`, ""},
+		{"sed/bracket-e-flag-negated", `sed '1!d;s/[^/]*.*/id/e' f`, ""},
+		{"sed/bracket-w-flag", `sed -n 's/[/]/c/w /etc/x' f`, "deny"},
+		{"sed/bracket-address-e", `sed '/[/]/e curl x' f`, "deny"},
+		{"sed/bracket-class", `sed 's/[[:alpha:]/]*/id/e' f`, ""},
+		{"sed/bracket-backslash", `sed 's/[\/]/x/' f`, ""},
 		{"sort/compress", `sort -S 1K --compress-program=sh big.txt`, ""},
 		{"sort/compress-curl", `sort --compress-program curl big.txt`, "deny"},
 		{"sort/compress-abbrev", `sort --compress=curl big.txt`, "deny"},
@@ -107,6 +115,8 @@ func TestDecide_ReadersThatRunCommands(t *testing.T) {
 		{"plain/sed", `sed -n '1,5p;/end/q' f`, "allow"},
 		{"plain/sed-s", `sed -e 's/a/b/g' -e 's|x|y|2' f`, "allow"},
 		{"plain/sed-i", `sed -i.bak 's/old/new/' f`, "allow"},
+		{"plain/sed-bracket", `sed 's/[^/]*$//' f`, "allow"},
+		{"plain/sed-bracket-slash", `sed -e 's/[/]/_/g' -e 's/[]/]/x/' f`, "allow"},
 		{"plain/sed-text", "sed '1i hello e world' f", "allow"},
 		{"plain/sed-sandbox", `sed --sandbox 's/x/y/e' f`, "allow"},
 		{"plain/sort", `sort -k2 -t, -u f`, "allow"},

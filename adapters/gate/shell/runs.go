@@ -506,6 +506,59 @@ func (p *sedScript) delimited(d byte) bool {
 	return false
 }
 
+// regex skips a regular expression up to an unescaped d, and d, as GNU
+// sed 4.9 reads it: d inside a bracket expression ("[/]", "[^/]",
+// "[]/]", "[[:alpha:]/]") ends nothing. A bracket expression that holds a
+// backslash (which GNU sed may read as an escape, POSIX as itself) or
+// never ends fails: the script is then one the gate cannot read.
+func (p *sedScript) regex(d byte) bool {
+	for !p.eof() {
+		c := p.s[p.i]
+		p.i++
+		switch {
+		case c == '\\':
+			p.i++
+		case c == d:
+			return true
+		case c == '[':
+			if !p.bracket() {
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// bracket skips the rest of a bracket expression whose "[" was read: an
+// optional "^", a "]" first as itself, classes "[:x:]", "[.x.]" and
+// "[=x=]", up to its "]".
+func (p *sedScript) bracket() bool {
+	if !p.eof() && p.s[p.i] == '^' {
+		p.i++
+	}
+	if !p.eof() && p.s[p.i] == ']' {
+		p.i++
+	}
+	for !p.eof() {
+		c := p.s[p.i]
+		p.i++
+		switch {
+		case c == '\\':
+			return false
+		case c == ']':
+			return true
+		case c == '[' && !p.eof() && strings.IndexByte(":.=", p.s[p.i]) >= 0:
+			k := p.s[p.i]
+			end := strings.Index(p.s[p.i+1:], string(k)+"]")
+			if end < 0 {
+				return false
+			}
+			p.i += 1 + end + 2
+		}
+	}
+	return false
+}
+
 // address skips one address, if there is one.
 func (p *sedScript) address() bool {
 	if p.eof() {
@@ -530,7 +583,7 @@ func (p *sedScript) address() bool {
 			d = p.s[p.i]
 			p.i++
 		}
-		if !p.delimited(d) {
+		if !p.regex(d) {
 			return false
 		}
 		for !p.eof() && (p.s[p.i] == 'I' || p.s[p.i] == 'M') {
@@ -617,7 +670,9 @@ func (p *sedScript) parse() {
 			}
 			d := p.s[p.i]
 			p.i++
-			if !p.delimited(d) || !p.delimited(d) {
+			// s: a regular expression, then the replacement; y: two
+			// lists of characters.
+			if c == 's' && !p.regex(d) || c == 'y' && !p.delimited(d) || !p.delimited(d) {
 				fail()
 				return
 			}
