@@ -1040,18 +1040,27 @@ func withRepoTops(c Call) Call {
 			}
 			d = filepath.Join(c.Dir, d)
 		}
-		for top := filepath.Clean(d); ; top = filepath.Dir(top) {
-			if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
-				cp.Changes[i].Target = shell.Word{Value: top, Static: true, Reading: top, Glob: top}
-				break
-			}
-			if top == "/" || top == "." {
-				break
-			}
+		if top := workTreeTop(d); top != "" {
+			cp.Changes[i].Target = shell.Word{Value: top, Static: true, Reading: top, Glob: top}
 		}
 	}
 	c.sh = &cp
 	return c
+}
+
+// workTreeTop returns the top of the git work tree absolute directory
+// d lies in: the nearest of d and its ancestors that holds .git (a
+// folder, or a file: a linked work tree's), on disk now; "" when none
+// does.
+func workTreeTop(d string) string {
+	for top := filepath.Clean(d); ; top = filepath.Dir(top) {
+		if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+			return top
+		}
+		if top == "/" || top == "." {
+			return ""
+		}
+	}
 }
 
 // maxScriptDirs bounds the directories scriptDirs follows a command
@@ -1167,6 +1176,20 @@ func followCds(sc *shell.Script, dirs *[]string, add func(string) bool, unknown 
 		for _, d := range cmd.Chdir {
 			// A wrapper's directory option (env -C, sudo -D …), read as
 			// a cd to it; its command's words from there.
+			if d.Value == shell.WorkTreeTop.Value {
+				// git's: the top of the work tree each directory
+				// reached lies in.
+				// Outside one, git stops before it runs anything.
+				for _, from := range slices.Clone(*dirs) {
+					if from == "" && !unknown() {
+						return false
+					}
+					if top := workTreeTop(from); top != "" && !add(top) {
+						return false
+					}
+				}
+				continue
+			}
 			if !d.Static && !unknown() || d.Static && !followCd(sc, cmd, &d, dirs, add, homeReading, homeUnsure) {
 				return false
 			}

@@ -28,7 +28,7 @@ func TestDecide_ReadersThatRunCommands(t *testing.T) {
 	decideRows(t, dataDirPolicies(t, readersPolicy), []bypassRow{
 		{"git/submodule-foreach", `git submodule foreach 'rm -rf /x'`, "deny"},
 		{"git/submodule-foreach-words", `git submodule --quiet foreach --recursive rm -rf /x`, "deny"},
-		{"git/submodule-foreach-other", `git submodule foreach 'id'`, ""},
+		{"git/submodule-foreach-other", `git submodule foreach 'id'`, "review"}, // run in each submodule's folder
 		{"git/bisect-run", `git bisect run rm -rf /x`, "deny"},
 		{"git/bisect-run-sh", `git bisect run sh -c 'curl x'`, "deny"},
 		{"git/bisect-run-other", `git bisect run ./test.sh`, ""},

@@ -301,7 +301,108 @@ var changers = map[string]func(r *reader, at int, name string, rest []Word){
 	"curl": (*reader).curlChanges, "wget": (*reader).wgetChanges,
 	"ed": (*reader).editorChanges, "ex": (*reader).editorChanges, "vi": (*reader).editorChanges,
 	"vim": (*reader).editorChanges, "nvim": (*reader).editorChanges, "nano": (*reader).editorChanges,
-	"emacs": (*reader).editorChanges,
+	"emacs":  (*reader).editorChanges,
+	"strace": (*reader).wrapperOutputs, "ltrace": (*reader).wrapperOutputs, "valgrind": (*reader).wrapperOutputs,
+	"time": (*reader).wrapperOutputs, "script": (*reader).wrapperOutputs, "flock": (*reader).wrapperOutputs,
+	"xvfb-run": (*reader).wrapperOutputs,
+}
+
+// wrapperLogs are, per wrapper, the options whose value is a file it
+// writes itself (its log, trace or timing), short letters and long
+// names: strace 6.x (-o, --output), ltrace 0.7 (-o, --output), valgrind
+// 3.2x (--log-file, --xml-file), GNU time 1.9 (-o, --output), util-linux
+// 2.38 script (-O, --log-out, -I, --log-in, -T, --log-timing, -B,
+// --log-io, -t and --timing with their value in the same word),
+// xvfb-run (-e, --error-file, -f, --auth-file).
+var wrapperLogs = map[string]struct {
+	short string
+	long  []string
+}{
+	"strace":   {"o", []string{"output"}},
+	"ltrace":   {"o", []string{"output"}},
+	"valgrind": {"", []string{"log-file", "xml-file"}},
+	"time":     {"o", []string{"output"}},
+	"script":   {"OITB", []string{"log-out", "log-in", "log-timing", "log-io", "timing"}},
+	"xvfb-run": {"ef", []string{"error-file", "auth-file"}},
+}
+
+// wrapperOutputs reads the files a wrapper writes itself (wrapperLogs)
+// from its options before the command it runs, and script's file
+// operand (typescript when none) and flock's lock file (made when
+// missing). A word known only when it runs where an option may stand
+// may be any of them: any path.
+func (r *reader) wrapperOutputs(at int, name string, rest []Word) {
+	logs := wrapperLogs[name]
+	takes := optArgs[name]
+	if name == "script" {
+		takes = "cEmOITB"
+	}
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		v := w.Value
+		switch {
+		case !w.Static:
+			r.change(at, name, unknownPath(), false)
+			return
+		case v == "--":
+			rest = rest[i+1:]
+			i = len(rest)
+		case strings.HasPrefix(v, "--"):
+			long, val, eq := strings.Cut(v[2:], "=")
+			isLog := slices.ContainsFunc(logs.long, func(full string) bool { return long != "" && strings.HasPrefix(full, long) })
+			switch {
+			case isLog && eq:
+				r.change(at, name+" --"+long, Word{Value: val, Static: true, Reading: val, Glob: val}, false)
+			case isLog && long != "timing" && i+1 < len(rest):
+				i++
+				r.change(at, name+" --"+long, rest[i], false)
+			case !eq && longArgs["--"+long]:
+				i++
+			}
+			continue
+		case strings.HasPrefix(v, "-") && v != "-":
+			for j := 1; j < len(v); j++ {
+				ch := v[j]
+				if name == "script" && ch == 't' {
+					if j+1 < len(v) {
+						r.change(at, name+" -t", lit(v[j+1:]), false)
+					}
+					break
+				}
+				if strings.IndexByte(logs.short, ch) >= 0 {
+					switch {
+					case j+1 < len(v):
+						r.change(at, name+" -"+string(ch), lit(v[j+1:]), false)
+					case i+1 < len(rest):
+						i++
+						r.change(at, name+" -"+string(ch), rest[i], false)
+					}
+					break
+				}
+				if strings.IndexByte(takes, ch) >= 0 {
+					if j+1 == len(v) {
+						i++
+					}
+					break
+				}
+			}
+			continue
+		}
+		// The first operand: script's file, flock's lock file; the
+		// others' command.
+		switch name {
+		case "script":
+			r.change(at, name, w, false)
+		case "flock":
+			if strings.Trim(v, "0123456789") != "" {
+				r.change(at, name, w, false)
+			}
+		}
+		return
+	}
+	if name == "script" {
+		r.change(at, name, lit("typescript"), false)
+	}
 }
 
 func init() {
@@ -1261,6 +1362,7 @@ func (r *reader) gitChanges(at int, name string, rest []Word) {
 	if gitWritesTree(sub, args) {
 		tree()
 	}
+	r.gitOutputs(at, sub, args, in)
 	switch sub {
 	case "init", "clone", "worktree":
 		if to := gitNewTree(sub, args); to != nil {
@@ -1301,6 +1403,97 @@ func (r *reader) gitChanges(at int, name string, rest []Word) {
 			ws = append(ws, in(w))
 		}
 		r.copyChanges(at, "mv", ws)
+	}
+}
+
+// gitOutputOpts are, per git subcommand (git 2.4x), the options whose
+// value is a file it writes (false) or a folder it writes into (true).
+var gitOutputOpts = map[string]map[string]bool{
+	"format-patch":     {"-o": true, "--output-directory": true},
+	"archive":          {"-o": false, "--output": false},
+	"config":           {"-f": false, "--file": false},
+	"init":             {"--separate-git-dir": true},
+	"clone":            {"--separate-git-dir": true},
+	"fast-export":      {"--export-marks": false},
+	"fast-import":      {"--export-marks": false, "--export-pack-edges": false},
+	"bugreport":        {"-o": true, "--output-directory": true},
+	"diagnose":         {"-o": true, "--output-directory": true},
+	"credential-store": {"--file": false},
+	"commit-graph":     {"--object-dir": true},
+	"multi-pack-index": {"--object-dir": true},
+	"diff":             {"--output": false},
+	"log":              {"--output": false},
+	"show":             {"--output": false},
+	"checkout-index":   {"--prefix": true},
+}
+
+// gitOutputs notes the files git subcommand sub, with arguments args,
+// writes by its options (gitOutputOpts: "-o V", "-oV", "--name=V",
+// "--name V") and operands: bundle create FILE, merge-file's first file
+// (unless -p or --stdout), worktree move's destination and worktree
+// remove's folder; format-patch, bugreport and diagnose write into the
+// working directory without -o (format-patch --stdout: nowhere). in
+// reads a path from the directory -C names.
+func (r *reader) gitOutputs(at int, sub string, args []Word, in func(Word) Word) {
+	opts := gitOutputOpts[sub]
+	named := false
+	var ops []Word
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		v := w.Value
+		if !w.Static {
+			ops = append(ops, w)
+			continue
+		}
+		if v == "--" {
+			ops = append(ops, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(v, "-") {
+			ops = append(ops, w)
+			continue
+		}
+		name, val, eq := strings.Cut(v, "=")
+		tree, ok := opts[name]
+		switch {
+		case ok && eq:
+			r.change(at, "git "+sub+" "+name, in(lit(val)), tree)
+			named = true
+		case ok && i+1 < len(args):
+			i++
+			r.change(at, "git "+sub+" "+name, in(args[i]), tree)
+			named = true
+		case !strings.HasPrefix(v, "--") && len(v) > 2:
+			if tree, ok := opts[v[:2]]; ok {
+				r.change(at, "git "+sub+" "+v[:2], in(lit(v[2:])), tree)
+				named = true
+			}
+		}
+	}
+	has := func(v string) bool {
+		return slices.ContainsFunc(args, func(w Word) bool { return w.Static && w.Value == v })
+	}
+	switch sub {
+	case "format-patch", "bugreport", "diagnose":
+		if !named && !has("--stdout") {
+			r.change(at, "git "+sub, in(lit(".")), changeTree)
+		}
+	case "bundle":
+		if len(ops) > 1 && ops[0].Static && ops[0].Value == "create" {
+			r.change(at, "git bundle create", in(ops[1]), false)
+		}
+	case "merge-file":
+		if len(ops) > 0 && !has("-p") && !has("--stdout") {
+			r.change(at, "git merge-file", in(ops[0]), false)
+		}
+	case "worktree":
+		switch {
+		case len(ops) > 2 && ops[0].Static && ops[0].Value == "move":
+			r.change(at, "git worktree move", in(ops[1]), changeTree)
+			r.change(at, "git worktree move", in(ops[2]), changeTree)
+		case len(ops) > 1 && ops[0].Static && ops[0].Value == "remove":
+			r.change(at, "git worktree remove", in(ops[1]), changeTree)
+		}
 	}
 }
 

@@ -93,7 +93,18 @@ func TestRead_Chdir(t *testing.T) {
 		{`find . -execdir true \;`, []string{WildPart}},
 		{`find . -exec true \;`, nil},
 		{`systemd-run true`, []string{WildPart}},
-		{`systemd-run --scope true`, nil},
+		{`systemd-run --scope true`, []string{WildPart}},
+		{`su -c 'true' -`, []string{WildPart}},
+		{`su root -c 'true' --login`, []string{WildPart}},
+		{`su -c 'true' -l root`, []string{WildPart}},
+		{`runuser root -c true -l`, []string{WildPart}},
+		{`su -c '-l' root`, nil},
+		{`su root -c true`, nil},
+		{`sudo -D~ true`, []string{WildPart}},
+		{`sudo --chdir=~x true`, []string{WildPart}},
+		{`pkexec true`, []string{WildPart}},
+		{`pkexec --keep-cwd true`, nil},
+		{`parallel --wd /a 'true' ::: 1`, []string{"/a"}},
 		{`env -C "$D" true`, []string{WildPart}},
 	} {
 		var got []string
@@ -106,12 +117,16 @@ func TestRead_Chdir(t *testing.T) {
 			t.Errorf("%q: chdir %q, want %q", tc.src, got, tc.want)
 		}
 	}
-	for _, src := range []string{`chroot /srv/r true`, `unshare -R /srv/r true`, `sudo --chroot=/srv/r true`, `nsenter -r/srv/r -t 1 true`} {
+	for _, src := range []string{`chroot /srv/r true`, `unshare -R /srv/r true`, `sudo --chroot=/srv/r true`, `nsenter -r/srv/r -t 1 true`,
+		`nsenter -m -t 1 true`, `nsenter --mount=/proc/1/ns/mnt true`, `nsenter -a -t 1 true`, `bwrap --bind / / --chdir /x true`,
+		`firejail --private=/x true`, `proot -r /x true`, `tmux new-session -d -c /x 'true'`, `tmux new -d true`, `screen -dm true`} {
 		if !Read(src).Opaque() {
 			t.Errorf("%q: not opaque", src)
 		}
 	}
-	if Read(`chroot / true`).Opaque() {
-		t.Errorf("chroot /: opaque")
+	for _, src := range []string{`chroot / true`, `tmux ls`, `tmux list-sessions -F x`, `tmux has-session -t x`} {
+		if Read(src).Opaque() {
+			t.Errorf("%q: opaque", src)
+		}
 	}
 }

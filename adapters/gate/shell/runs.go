@@ -140,14 +140,23 @@ func (r *reader) gitSub(at int, sub string, rest []Word, depth int) {
 				for len(ws) > 0 && ws[0].Static && (ws[0].Value == "--recursive" || ws[0].Value == "--quiet" || ws[0].Value == "-q" || ws[0].Value == "--") {
 					ws = ws[1:]
 				}
-				// git runs the words by sh (one word as a command line).
+				// git runs the words by sh (one word as a command line),
+				// in each submodule's folder.
+				r.s.Commands[at].Chdir = append(r.s.Commands[at].Chdir, unknownDir)
 				r.evalWords(at, ws, via+" foreach", depth)
 				return
 			}
+			// bisect run: from the top of the work tree.
+			r.s.Commands[at].Chdir = append(r.s.Commands[at].Chdir, WorkTreeTop)
 			r.sub(at, via+" run", rest[i+1:], false, depth)
 			r.evalWords(at, rest[i+1:], via+" run", depth)
 			return
 		case "rebase":
+			if _, _, ok := long(i, 1, "exec"); ok {
+				r.s.Commands[at].Chdir = append(r.s.Commands[at].Chdir, WorkTreeTop)
+			} else if _, _, ok := short(i, 'x'); ok {
+				r.s.Commands[at].Chdir = append(r.s.Commands[at].Chdir, WorkTreeTop)
+			}
 			if c, j, ok := long(i, 1, "exec"); ok {
 				r.text(at, via+" --exec", src(c), c.Static, depth)
 				i = j

@@ -166,14 +166,16 @@ var loaderVars = map[string]bool{
 
 // gitCommandKey reports whether git config key k (lower case) names a
 // command git runs: a shell alias, a pager, an editor, a helper or
-// driver (git-config(1), git 2.4x).
+// driver (git-config(1), git 2.4x); or moves the work tree git writes
+// (core.worktree).
 func gitCommandKey(k string) bool {
 	switch k {
 	case "core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "core.askpass",
 		"core.gitproxy", "sequence.editor", "diff.external", "gpg.program", "credential.helper",
 		"interactive.difffilter", "uploadpack.packobjectshook", "sendemail.sendmailcmd",
 		"sendemail.tocmd", "sendemail.cccmd", "merge.tool", "diff.tool", "web.browser",
-		"receive.procreceiverefs", "core.hookspath", "include.path", "feature.experimental":
+		"receive.procreceiverefs", "core.hookspath", "include.path", "feature.experimental",
+		"core.worktree":
 		return true
 	}
 	for _, p := range []string{"pager.", "alias.", "gpg.", "includeif.", "include."} {
@@ -1108,10 +1110,16 @@ func (r *reader) gitConfig(at int, kv Word, depth int) {
 	}
 	if strings.HasPrefix(k, "alias.") {
 		if s, ok := strings.CutPrefix(val, "!"); ok {
+			// A shell alias runs from the top of the work tree.
+			r.s.Commands[at].Chdir = append(r.s.Commands[at].Chdir, WorkTreeTop)
 			r.text(at, "git alias", s, kv.Static, depth)
 		} else if strings.ContainsAny(val, Wild+WildPart) {
 			r.opaque(at, "git alias known only when it runs")
 		}
+		return
+	}
+	if k == "core.worktree" {
+		r.opaque(at, "git -c core.worktree moves the work tree git writes")
 		return
 	}
 	if k == "core.hookspath" || k == "include.path" || strings.HasPrefix(k, "include") || k == "core.fsmonitor" && !kv.Static {
