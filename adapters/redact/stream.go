@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -47,17 +48,28 @@ var (
 // stream that never ends holds bounded memory.
 //
 // What holds: a secret inside one line of at most StreamHold bytes is
-// redacted however the stream is cut; a private key block whatever its
-// pieces. What does not: another secret written in pieces further apart
-// in time than the caller's Flush (the worker flushes after a short idle
-// pause so a prompt without a newline shows), and one spanning a line
-// longer than StreamHold, which is cut at a space near StreamHold bytes
-// with streamWindow bytes carried over.
+// redacted however the stream is cut, and whatever pauses (Flush) come
+// between its pieces: a pause lets a partial line go but for its
+// token-shaped end, and what went is redacted again with the rest of
+// its line; a private key block whatever its pieces. What does not: a
+// secret with a blank or punctuation inside it (past the token
+// characters) paused at that character and redacted by a rule that
+// needs what follows, and one spanning a line longer than StreamHold,
+// which is cut at a space near StreamHold bytes with streamWindow bytes
+// carried over. The price of the hold: a prompt that ends in a word
+// (no space or punctuation after it) shows only when the command writes
+// on or ends.
 //
 // A Stream is not safe for concurrent use.
 type Stream struct {
 	r    *Redactor
 	held []byte
+	// prior is the part of the current line a Flush let go (its bytes
+	// as they came, at most streamWindow), and priorOut that part as it
+	// went, redacted: the rest of the line is redacted with it, so a
+	// secret whose keyword went before a pause ("password: ", then the
+	// value) is still seen.
+	prior, priorOut []byte
 	// inKey is true inside a private key block; tail then holds the
 	// block's last bytes (at most keyTail plus one piece) and held is
 	// empty.
@@ -146,16 +158,39 @@ func (s *Stream) InKey() bool { return s.inKey }
 
 // Flush returns what is held, redacted, for a pause in the stream (the
 // worker's idle flush): a partial last line goes, except a trailing
-// piece that could still grow into a private key's BEGIN marker, which
-// stays held until the stream goes on or closes. Inside a private key
-// block nothing goes, and the block stays open: what comes next is
-// dropped until its END marker.
+// piece that could still grow into a private key's BEGIN marker or be
+// the start of a token-shaped secret (trailingToken: "ghp_abc", then a
+// pause, then the rest), which stays held until the stream goes on or
+// closes. Inside a private key block nothing goes, and the block stays
+// open: what comes next is dropped until its END marker.
 func (s *Stream) Flush() []byte {
-	n := len(s.held) - partialBegin(s.held)
+	n := len(s.held) - max(partialBegin(s.held), trailingToken(s.held))
 	if n <= 0 {
 		return nil
 	}
 	return s.take(n)
+}
+
+// trailingToken returns the length of the longest suffix of b made of
+// the characters token-shaped secrets are written with (letters,
+// digits and _ - + / = . ~: API keys, base64, JWTs), at most
+// streamWindow bytes; 0 when that suffix is dots alone (a progress
+// line).
+func trailingToken(b []byte) int {
+	n := 0
+	dots := true
+	for i := len(b) - 1; i >= 0 && n < streamWindow; i-- {
+		c := b[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_-+/=.~", c) >= 0) {
+			break
+		}
+		dots = dots && c == '.'
+		n++
+	}
+	if dots {
+		return 0
+	}
+	return n
 }
 
 // Close returns everything held, redacted, at the end of the stream: a
@@ -166,9 +201,12 @@ func (s *Stream) Close() []byte {
 	s.inKey = false
 	s.tail = s.tail[:0]
 	if len(s.held) == 0 {
+		s.prior, s.priorOut = s.prior[:0], s.priorOut[:0]
 		return nil
 	}
-	return s.take(len(s.held))
+	out := s.take(len(s.held))
+	s.prior, s.priorOut = s.prior[:0], s.priorOut[:0]
+	return out
 }
 
 // partialBegin returns the length of the longest suffix of b that could
@@ -216,10 +254,34 @@ func (s *Stream) take(n int) []byte {
 	// text (its valid UTF-8 stretches).
 	var out []byte
 	r := s.r.now() // one rule set for the whole piece
-	if validUTF8Prefix(s.held[:n]) {
-		out = []byte(r.Redact(string(s.held[:n])))
-	} else {
-		out = redactBytes(r, s.held[:n])
+	piece := s.held[:n]
+	switch {
+	case !validUTF8Prefix(piece):
+		out = redactBytes(r, piece)
+		s.prior, s.priorOut = s.prior[:0], s.priorOut[:0]
+	case len(s.prior) > 0:
+		// The line's start went before a pause: redact it with this
+		// piece, and let go what differs from what went.
+		whole := r.Redact(string(s.prior) + string(piece))
+		k := 0
+		for k < len(whole) && k < len(s.priorOut) && whole[k] == s.priorOut[k] {
+			k++
+		}
+		out = []byte(whole[k:])
+	default:
+		out = []byte(r.Redact(string(piece)))
+	}
+	if nl := bytes.LastIndexByte(piece, '\n'); nl >= 0 {
+		// A new line: what went before it no longer matters.
+		s.prior = append(s.prior[:0], piece[nl+1:]...)
+		s.priorOut = append(s.priorOut[:0], r.Redact(string(piece[nl+1:]))...)
+	} else if validUTF8Prefix(piece) {
+		s.prior = append(s.prior, piece...)
+		s.priorOut = append(s.priorOut, out...)
+	}
+	if len(s.prior) > streamWindow {
+		s.prior = append(s.prior[:0], s.prior[len(s.prior)-streamWindow:]...)
+		s.priorOut = append(s.priorOut[:0], r.Redact(string(s.prior))...)
 	}
 	rest := copy(s.held, s.held[n:])
 	s.held = s.held[:rest]

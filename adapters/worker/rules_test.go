@@ -115,3 +115,34 @@ func TestWorker_RedactsByItsRules(t *testing.T) {
 		}
 	}
 }
+
+// TestWorker_RedactsAcrossAPause: a secret a command prints in two
+// pieces with a pause between them longer than the worker's idle flush
+// (which lets a prompt without a newline show) is not stored in clear,
+// in pipe and PTY mode: the start of a token stays held over the
+// pause, and a keyword printed before the pause is redacted with the
+// value after it.
+func TestWorker_RedactsAcrossAPause(t *testing.T) {
+	needBwrap(t)
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	gh := "ghp_" + "abcdefghijklmn" + "opqrstuvwxyzABCDEF9876"
+	aws := "AKIA" + "IOSFODNN7EXAMPLV"
+	script := `printf 'a ghp_abcdefghijklmn'; sleep 0.6; printf 'opqrstuvwxyzABCDEF9876 b\n'; ` +
+		`printf 'AKIAIOSFODN'; sleep 0.6; printf 'N7EXAMPLV\n'`
+	for _, tty := range []bool{false, true} {
+		req := e.request(events.ModeReadOnly, "sh", "-c", script)
+		req.TTY = tty
+		id := e.submit(req)
+		st, _ := e.follow(id, 20*time.Second)
+		if st.Status != command.StatusExited || *st.ExitCode != 0 {
+			t.Fatalf("tty %v: status %s reason %q", tty, st.Status, st.EndReason)
+		}
+		got := e.storedOutput(t.Context(), id)
+		for _, s := range []string{gh, aws, "ghp_abcdefghijklmn", "opqrstuvwxyzABCDEF9876", "IOSFODN"} {
+			if bytes.Contains(got, []byte(s)) {
+				t.Errorf("tty %v: %s stored in clear: %q", tty, s, got)
+			}
+		}
+	}
+}
