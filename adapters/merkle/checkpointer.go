@@ -169,6 +169,10 @@ func (c *Checkpointer) Run(ctx context.Context) error {
 	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	// failed: the last publish failed; the tree's growth no longer
+	// makes it try again at once (a full disk made every message a
+	// failed try and a line in serve's log), the ticker does.
+	failed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -187,12 +191,17 @@ func (c *Checkpointer) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-grew:
+			if failed {
+				continue
+			}
 		case <-t.C:
 		}
-		if err := publish(ctx); err != nil && ctx.Err() == nil && c.Logf != nil {
-			// The server may be electing a leader: the next tick tries
-			// again.
-			c.Logf("checkpoint: %v; again in %s", err, interval)
+		err := publish(ctx)
+		failed = err != nil
+		if err != nil && ctx.Err() == nil && c.Logf != nil {
+			// The server may be electing a leader, the disk may be full:
+			// the next tick tries again.
+			c.Logf("WARN: checkpoint: %v; again in %s", err, interval)
 		}
 	}
 }

@@ -119,7 +119,7 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 					<-ctx.Done()
 					return nil
 				}
-				say("%s: %v; again in 5s", what, err)
+				say("WARN: %s: %v; again in 5s", what, err)
 				select {
 				case <-ctx.Done():
 					return nil

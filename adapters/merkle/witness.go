@@ -158,7 +158,7 @@ func (w *Witnesser) Run(ctx context.Context) error {
 			// no gap in the log: the tree goes on from where it stands
 			// once the log answers, and no checkpoint is refused for it.
 			if w.Logf != nil {
-				w.Logf("witness: reading the log: %v; again in %s", err, witnessRetry)
+				w.Logf("WARN: witness: reading the log: %v; again in %s", err, witnessRetry)
 			}
 			select {
 			case <-fctx.Done():
