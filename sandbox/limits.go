@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,15 +97,23 @@ var cgSeq atomic.Int64
 // cgroup is the cgroup (v2) or the cgroups (v1: one per hierarchy) of one
 // command.
 type cgroup struct {
-	v2   bool
-	dirs []string // dirs[0] lists the processes
-	fd   int      // v2: the directory, open for clone3's CLONE_INTO_CGROUP; -1 otherwise
+	v2     bool
+	dirs   []string      // dirs[0] lists the processes
+	fd     int           // v2: the directory, open for clone3's CLONE_INTO_CGROUP; -1 otherwise
+	warmed chan struct{} // v1: closed once warmMoves is done; nil in v2
 }
 
 // selfCgroups returns this process's cgroup paths from /proc/self/cgroup:
 // "" for the v2 hierarchy, the controller name for v1 ones.
 func selfCgroups() map[string]string {
-	b, err := os.ReadFile("/proc/self/cgroup")
+	return cgroupsIn("/proc/self/cgroup")
+}
+
+// cgroupsIn returns the cgroup paths of a /proc cgroup file (proc(5)):
+// "" for the v2 hierarchy, the controller name for v1 ones; nil if it
+// cannot be read.
+func cgroupsIn(file string) map[string]string {
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil
 	}
@@ -228,7 +237,41 @@ func newCgroup1(self map[string]string, name string, procs int, mem int64) (*cgr
 			}
 		}
 	}
+	// The sandbox's first process is moved in (add) once bubblewrap
+	// names it; the kernel's wait for that move starts now, once this
+	// cgroup is made: the wait holds the kernel's lock on every cgroup
+	// hierarchy, which the writes above take too.
+	cg.warmed = make(chan struct{})
+	go func() {
+		defer close(cg.warmed)
+		warmMoves()
+	}()
 	return cg, a, nil
+}
+
+// warmMoves moves the calling thread into the cgroup v1 pids hierarchy's
+// cgroup it is in already, which changes nothing but readies the kernel
+// for add. Every move into a cgroup v1 (a write to cgroup.procs or
+// tasks) takes the kernel's one lock on all thread groups for writing,
+// and the first such write after a quiet spell first waits for an RCU
+// grace period, 5 to 15 ms on a busy machine, holding the lock of all
+// cgroup hierarchies meanwhile (any cgroup made, removed or written to
+// waits with it); writes within about a grace period of the last one
+// do not wait. A restricted start in cgroup v1 calls it (newCgroup1)
+// once it has made and set up the command's cgroups, so that the grace
+// period runs while the workspace is claimed and bubblewrap starts
+// rather than after bubblewrap has named its first process, whose move
+// (add) holds the boundary's release. Errors are ignored: add then
+// waits as it would have.
+func warmMoves() {
+	// The thread's own cgroup, and the thread stays the one named.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p, ok := cgroupsIn("/proc/thread-self/cgroup")["pids"]
+	if !ok {
+		return
+	}
+	_ = os.WriteFile(filepath.Join("/sys/fs/cgroup/pids", p, "tasks"), []byte(strconv.Itoa(unix.Gettid())), 0)
 }
 
 // add moves process pid, and so its future children, into the cgroup.
@@ -286,6 +329,9 @@ func (c *cgroup) kill() bool {
 
 // remove kills what is left and removes the cgroup.
 func (c *cgroup) remove() {
+	if c.warmed != nil {
+		<-c.warmed
+	}
 	if c.fd >= 0 {
 		unix.Close(c.fd)
 		c.fd = -1
