@@ -83,6 +83,46 @@ func withWorkspace(ctx context.Context, g *globals, ref string, fn func(v api.Wo
 	})
 }
 
+// withWorkspaceSession is withWorkspace for a command that acts as the
+// session sess names: an id or a unique prefix of one, resolved as exec
+// resolves its --session (resolveSession), so that fn gets the whole id
+// ("" when sess is "": a person acts). A session no id is or begins with
+// is an error wrapping events.ErrNotFound naming it; an ambiguous prefix
+// is a usage error listing the ids (flagSession, led by flag).
+func withWorkspaceSession(ctx context.Context, g *globals, ref, flag, sess string, fn func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager, sess string) error) error {
+	return withWorkspaces(ctx, g, func(b *backend, call api.Caller, v api.WorkspacesReply) error {
+		ws, err := wsadapter.FindWorkspace(v.Workspaces, ref)
+		if err != nil {
+			return err
+		}
+		id, err := flagSession(ctx, b, flag, sess)
+		if err != nil {
+			return err
+		}
+		m, err := newWorkspaceManager(b, call, personActor())
+		if err != nil {
+			return err
+		}
+		return fn(v, ws, m, id)
+	})
+}
+
+// flagSession returns the whole id of the session sess (a --session
+// flag's value, an id or a unique prefix of one) names, as
+// resolveSession finds it; "" for "". Its errors are resolveSession's
+// (exit 1 for an unknown session, 2 for an ambiguous prefix), led by
+// flag, the command and flag ("workspace create: --session").
+func flagSession(ctx context.Context, b *backend, flag, sess string) (string, error) {
+	if sess == "" {
+		return "", nil
+	}
+	id, err := resolveSession(ctx, b, sess)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	return id, nil
+}
+
 // withManager runs fn (withWorkspaces) with a manager that acts for the
 // person running the command.
 func withManager(ctx context.Context, g *globals, fn func(v api.WorkspacesReply, m *wsadapter.Manager) error) error {
@@ -195,11 +235,15 @@ reason (exit status 1).`,
 				if err != nil {
 					return fmt.Errorf("workspace create: %w", err)
 				}
+				owner, err := flagSession(cmd.Context(), b, "workspace create: --session", cf.session)
+				if err != nil {
+					return err
+				}
 				m, err := newWorkspaceManager(b, call, personActor())
 				if err != nil {
 					return err
 				}
-				ws, err := m.Create(cmd.Context(), wsadapter.CreateRequest{Project: p.ID, Name: cf.name, Base: cf.base, ID: cf.id, Session: cf.session, Placeholder: cf.placeholder})
+				ws, err := m.Create(cmd.Context(), wsadapter.CreateRequest{Project: p.ID, Name: cf.name, Base: cf.base, ID: cf.id, Session: owner, Placeholder: cf.placeholder})
 				if err != nil {
 					return err
 				}
@@ -222,7 +266,7 @@ reason (exit status 1).`,
 	fl.StringVar(&cf.name, "name", "", "the workspace's name; its slug is the storage key (required)")
 	fl.StringVar(&cf.base, "base", "", "the ref to fork from (default: origin/<trunk> after a fetch, else the local trunk)")
 	fl.StringVar(&cf.id, "id", "", "the workspace id (default: a new ULID); the same id again answers the same workspace")
-	fl.StringVar(&cf.session, "session", "", "the session that owns it (default: none; a person made it)")
+	fl.StringVar(&cf.session, "session", "", "the session that owns it, an id or a unique prefix (default: none; a person made it)")
 	fl.BoolVar(&cf.placeholder, "placeholder", false, "the name is a stand-in: the first session that names itself in the workspace names it")
 
 	var lf struct{ project, owner, status string }
@@ -231,7 +275,7 @@ reason (exit status 1).`,
 		Short: "List workspaces, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withWorkspaces(cmd.Context(), g, func(_ *backend, _ api.Caller, v api.WorkspacesReply) error {
+			return withWorkspaces(cmd.Context(), g, func(b *backend, _ api.Caller, v api.WorkspacesReply) error {
 				pid := ""
 				if lf.project != "" {
 					p, err := wsadapter.FindProject(v.Projects, lf.project)
@@ -240,13 +284,17 @@ reason (exit status 1).`,
 					}
 					pid = p.ID
 				}
-				out := wsadapter.Filter(v.Workspaces, pid, lf.owner, lf.status)
+				owner, err := flagSession(cmd.Context(), b, "workspace list: --owned-by", lf.owner)
+				if err != nil {
+					return err
+				}
+				out := wsadapter.Filter(v.Workspaces, pid, owner, lf.status)
 				return emit(g, out, func(w io.Writer) error { return term.Workspaces(w, out, v.Sessions) })
 			})
 		},
 	}
 	list.Flags().StringVar(&lf.project, "project", "", "only this project's workspaces")
-	list.Flags().StringVar(&lf.owner, "owned-by", "", "only the workspaces this session owns")
+	list.Flags().StringVar(&lf.owner, "owned-by", "", "only the workspaces this session owns (an id or a unique prefix)")
 	list.Flags().StringVar(&lf.status, "status", "", "only workspaces in this status (initializing, ready, failed, archiving, archived)")
 
 	show := &cobra.Command{
@@ -275,8 +323,8 @@ own it; without, a person does, recorded as such.`,
 			if err := refuseSecrets(g, "workspace archive", typedField{"--session", "session id", []string{archiveSession}}); err != nil {
 				return err
 			}
-			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
-				by, as := wsadapter.Acting(archiveSession, personActor())
+			return withWorkspaceSession(cmd.Context(), g, args[0], "workspace archive: --session", archiveSession, func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager, sess string) error {
+				by, as := wsadapter.Acting(sess, personActor())
 				st, err := m.ArchiveAndClean(cmd.Context(), ws.ID, by, as, func(st workspace.State) {
 					if !g.json {
 						fmt.Fprintf(g.stdout, "workspace %s archived\n", st.ID)
@@ -297,7 +345,7 @@ own it; without, a person does, recorded as such.`,
 			})
 		},
 	}
-	archive.Flags().StringVar(&archiveSession, "session", "", "the session that archives it (it must own it); default: you, as a person")
+	archive.Flags().StringVar(&archiveSession, "session", "", "the session that archives it, an id or a unique prefix (it must own it); default: you, as a person")
 
 	var renameSession string
 	rename := &cobra.Command{
@@ -309,11 +357,18 @@ own it; without, a person does, recorded as such.`,
 				typedField{"--session", "session id", []string{renameSession}}); err != nil {
 				return err
 			}
-			return withWorkspace(cmd.Context(), g, args[0], func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
-				by, as := wsadapter.Acting(renameSession, "")
+			return withWorkspaceSession(cmd.Context(), g, args[0], "workspace rename: --session", renameSession, func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager, sess string) error {
+				by, as := wsadapter.Acting(sess, "")
 				st, err := m.Rename(cmd.Context(), ws.ID, args[1], by, as)
 				if err != nil {
 					return err
+				}
+				if sess != "" && st.Name != args[1] {
+					// A session names only a placeholder (workspace.Decide):
+					// its name for one named otherwise is no change, and
+					// the caller hears so rather than guessing from the line.
+					fmt.Fprintf(g.stderr, "logbook: workspace rename: workspace %s keeps its name %s: session %s names only a workspace whose name is a placeholder (rename it without --session to rename it as a person)\n",
+						st.ID, term.Safe(st.Name), sess)
 				}
 				if g.json {
 					return writeJSON(g.stdout, st)
@@ -322,7 +377,7 @@ own it; without, a person does, recorded as such.`,
 			})
 		},
 	}
-	rename.Flags().StringVar(&renameSession, "session", "", "the session naming itself (a session's name replaces only a placeholder); default: you, as a person")
+	rename.Flags().StringVar(&renameSession, "session", "", "the session naming itself, an id or a unique prefix (a session's name replaces only a placeholder); default: you, as a person")
 	cmd.AddCommand(create, markReads(list), markReads(show), archive, rename)
 	cmd.AddCommand(workspaceCheckCmds(g)...)
 	return cmd
@@ -376,8 +431,8 @@ tasks along).`,
 					return usageErrorf("task delegate: --id: %v", err)
 				}
 			}
-			return withWorkspace(cmd.Context(), g, df.ws, func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager) error {
-				t, err := m.Delegate(cmd.Context(), df.id, ws.ID, df.parent, df.title)
+			return withWorkspaceSession(cmd.Context(), g, df.ws, "task delegate: --session", df.parent, func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager, parent string) error {
+				t, err := m.Delegate(cmd.Context(), df.id, ws.ID, parent, df.title)
 				if err != nil {
 					return err
 				}
@@ -387,7 +442,7 @@ tasks along).`,
 	}
 	delegate.Flags().StringVar(&df.id, "id", "", "the task id (default: a new ULID)")
 	delegate.Flags().StringVar(&df.ws, "workspace", "", "the workspace the work goes to (required)")
-	delegate.Flags().StringVar(&df.parent, "session", "", "the session that delegates (required)")
+	delegate.Flags().StringVar(&df.parent, "session", "", "the session that delegates, an id or a unique prefix (required)")
 	delegate.Flags().StringVar(&df.title, "title", "", "what the task is")
 	cmd.AddCommand(markReads(list), markReads(show), delegate)
 	return cmd
