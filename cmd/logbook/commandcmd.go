@@ -35,13 +35,19 @@ prints the output so far and, when the command has not ended, fails
 saying so and with the --after OFFSET to come back with.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if after < 0 {
+				// A byte offset counts from the output's first byte: no
+				// offset is before it (the HTTP API's offset is refused
+				// the same way).
+				return usageErrorf("command output: --after %d: want a byte offset, 0 or more", after)
+			}
 			ctx, id := cmd.Context(), args[0]
 			return withClient(ctx, g, &id, func(b *backend, cl *worker.Client) error {
 				return commandOutput(ctx, g, cl, id, worker.WatchOptions{After: after, Follow: follow}, raw, !b.remote)
 			})
 		},
 	}
-	output.Flags().Int64Var(&after, "after", 0, "skip the first OFFSET bytes of the output")
+	output.Flags().Int64Var(&after, "after", 0, "skip the first OFFSET bytes of the output (0 or more)")
 	output.Flags().BoolVarP(&follow, "follow", "f", false, "wait for more output until the command ends")
 	output.Flags().BoolVar(&raw, "raw", false, "print the output's exact bytes, escape sequences included (default: made safe for a terminal)")
 
