@@ -162,19 +162,24 @@ func (e *DivergedError) Error() string {
 		e.Path, line, what, e.Session, e.Imported.Line, e.Command, shellWord(e.Path), e.NewSession)
 }
 
-// shellWord returns path as one word a POSIX shell reads back as path,
-// quoted (mvdan.cc/sh's syntax.Quote) when it holds anything the shell
-// would split or expand, and led by ./ when it begins with a dash: the
-// path in a command line to copy.
+// shellWord returns path as one word a shell reads back as path, quoted
+// (mvdan.cc/sh's syntax.Quote) when it holds anything the shell would
+// split or expand, and led by ./ when it begins with a dash: the path in
+// a command line to copy. A path a POSIX shell can quote is quoted as
+// one reads it; one with a control character or a byte that is not
+// UTF-8, which only escapes write, is quoted as bash reads it ($'a\nb'),
+// so that the command pasted runs on the same file.
 func shellWord(path string) string {
 	if strings.HasPrefix(path, "-") {
 		path = "./" + path
 	}
-	q, err := syntax.Quote(path, syntax.LangPOSIX)
-	if err != nil {
-		return strconv.Quote(path) // a NUL byte: no shell word holds it
+	if q, err := syntax.Quote(path, syntax.LangPOSIX); err == nil {
+		return q
 	}
-	return q
+	if q, err := syntax.Quote(path, syntax.LangBash); err == nil {
+		return q
+	}
+	return strconv.Quote(path) // a NUL byte: no shell word holds it
 }
 
 // divergence describes how a transcript file of size bytes differs from
