@@ -144,7 +144,8 @@ func projectCmd(g *globals) *cobra.Command {
 		Long: `project add records the repository whose top level is PATH as a project
 (named --name, else the folder's name). Its storage key, a slug of the name,
 names the folder its workspaces go in. Adding a folder again answers the same
-project. A folder that is no repository, a subdirectory of one or a linked
+project, with its name: a different --name is not applied, and a line on
+stderr says so. A folder that is no repository, a subdirectory of one or a linked
 worktree is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -159,6 +160,12 @@ worktree is refused.`,
 				p, err := m.AddProject(cmd.Context(), args[0], name, wsadapter.ProjectKeys(v.Projects))
 				if err != nil {
 					return err
+				}
+				if name != "" && p.Name != name {
+					// Adding a folder again answers the project it is: its
+					// name stays, and the caller hears so.
+					fmt.Fprintf(g.stderr, "logbook: project add: %s is already project %s (%s), named %s; --name %s is not applied (a project keeps the name it was added with)\n",
+						term.Safe(p.Path), p.Key, p.ID, term.Safe(p.Name), term.Safe(name))
 				}
 				return answer(g, p, "project %s (%s) at %s, trunk %s\n", p.Key, p.ID, p.Path, p.Trunk)
 			})
