@@ -653,3 +653,37 @@ func TestDecide_DivergedIDFits(t *testing.T) {
 		t.Errorf("a short id diverges into %v; want s1-r1", seen)
 	}
 }
+
+// TestDecide_ModeOfEndedSessionHoldsOnResume: a person may set the mode
+// of an ended session, and it is no dead letter: a session resumes (its
+// agent starts it again under the same id), and the mode set while it
+// was ended holds then, the agent reporting the permission mode it had.
+func TestDecide_ModeOfEndedSessionHoldsOnResume(t *testing.T) {
+	cause := events.Cause{Kind: "cli", Event: "session.mode", Ref: "r1"}
+	meta := events.Meta{SessionID: "s1", Cwd: "/w", Model: "m", AgentMode: "default"}
+	h := newHistory(t)
+	h.line(meta, sig(events.SigPrompt, "id", "p1"))
+	h.line(meta, sig(events.SigText, "text", "ok"), sig(events.SigTurnEnd))
+	got, err := session.Decide(h.s, session.End{Reason: "done", At: t0, Cause: cause})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range got {
+		h.apply(h.stamp(e))
+	}
+	if h.s.Phase != events.PhaseEnded || h.s.Mode != events.ModeWorkspaceWrite {
+		t.Fatalf("after the end: phase %q mode %q, want ended in workspace_write", h.s.Phase, h.s.Mode)
+	}
+	got, err = session.Decide(h.s, session.ChangeMode{Mode: events.ModeReadOnly, At: t0, Cause: cause})
+	if err != nil {
+		t.Fatalf("mode of an ended session: %v", err)
+	}
+	for _, e := range got {
+		h.apply(h.stamp(e))
+	}
+	h.line(meta, sig(events.SigSessionStart))
+	h.line(meta, sig(events.SigPrompt, "id", "p2"))
+	if h.s.Phase == events.PhaseEnded || h.s.Mode != events.ModeReadOnly {
+		t.Errorf("resumed: phase %q mode %q, want the session on in read_only", h.s.Phase, h.s.Mode)
+	}
+}
