@@ -176,23 +176,8 @@ deny = ["Write(@R/secret/**)", "Read(@R/secret/**)"]`, "@R", root)
 // loop's variable is read as each word of its list; and that a cd in a
 // subshell of a loop starts again from the loop's directory.
 func TestDecide_CdRepeats(t *testing.T) {
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_DATA_HOME", "")
-	for _, d := range []string{"proj/x/y", "secret", "home/.local/share/logbook"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data := filepath.Join(home, ".local/share/logbook")
-	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cd:*)", "Bash(true:*)", "Bash(false:*)", "Bash(trap:*)", "Bash(set:*)", "Write(@R/proj/**)"]
-deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
-	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols := []*Policy{builtinFor(data), pol}
+	root, pols := gateLayout(t, []string{"proj/x/y", "secret"}, `allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cd:*)", "Bash(true:*)", "Bash(false:*)", "Bash(trap:*)", "Bash(set:*)", "Write(@R/proj/**)"]
+deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`)
 	for _, tc := range []struct{ cmd, want string }{
 		// From proj/x, two cd .. lead to @R, where secret/y is the
 		// denied folder's.
@@ -238,23 +223,8 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 // unshare -R, sudo -R) is never allowed; and that a relative word read
 // from an unknown directory is held to the data dir's guard.
 func TestDecide_WrapperDirectory(t *testing.T) {
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_DATA_HOME", "")
-	for _, d := range []string{"proj/x/y", "secret", "home/.local/share/logbook"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data := filepath.Join(home, ".local/share/logbook")
-	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(env:*)", "Bash(sh:*)", "Bash(sudo:*)", "Bash(unshare:*)", "Bash(nsenter:*)", "Bash(find:*)", "Bash(su:*)", "Bash(chroot:*)", "Bash(systemd-run:*)", "Bash(gofmt:*)", "Write(@R/proj/**)"]
-deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
-	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols := []*Policy{builtinFor(data), pol}
+	root, pols := gateLayout(t, []string{"proj/x/y", "secret"}, `allow = ["Bash(cat:*)", "Bash(ls:*)", "Bash(echo:*)", "Bash(env:*)", "Bash(sh:*)", "Bash(sudo:*)", "Bash(unshare:*)", "Bash(nsenter:*)", "Bash(find:*)", "Bash(su:*)", "Bash(chroot:*)", "Bash(systemd-run:*)", "Bash(gofmt:*)", "Write(@R/proj/**)"]
+deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`)
 	for _, tc := range []struct{ cmd, want string }{
 		// Each wrote @R/secret/y, allowed before.
 		{`env -C @R/secret sh -c 'echo x > y'`, ActionDeny},
@@ -305,15 +275,8 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)"]`, "@R", root)
 // or CDPATH. Each row wrote or read the denied folder under bash 5.2
 // and was allowed before.
 func TestDecide_DirStack(t *testing.T) {
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_DATA_HOME", "")
-	for _, d := range []string{"proj/sub", "proj/secrets", "secret", "proj/+x", "home/.local/share/logbook"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, pols := gateLayout(t, []string{"proj/sub", "proj/secrets", "secret", "proj/+x"}, `allow = ["Bash(cat:*)", "Bash(echo:*)", "Bash(cd:*)", "Bash(ls:*)", "Bash(pushd:*)", "Bash(popd:*)", "Bash(shopt:*)", "Bash(declare:*)", "Write(@R/proj/**)"]
+deny = ["Read(@R/secret/**)", "Write(@R/secret/**)", "Read(@R/proj/secrets/**)", "Write(@R/proj/secrets/**)"]`)
 	for old, new := range map[string]string{"secret": "proj/sl", "../../home/.local/share/logbook": "proj/+x/rl"} {
 		if err := os.Symlink(strings.Replace(old, "secret", filepath.Join(root, "secret"), 1), filepath.Join(root, new)); err != nil {
 			t.Fatal(err)
@@ -322,14 +285,6 @@ func TestDecide_DirStack(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "secret"), filepath.Join(root, "proj/+sl")); err != nil {
 		t.Fatal(err)
 	}
-	data := filepath.Join(home, ".local/share/logbook")
-	src := strings.ReplaceAll(`allow = ["Bash(cat:*)", "Bash(echo:*)", "Bash(cd:*)", "Bash(ls:*)", "Bash(pushd:*)", "Bash(popd:*)", "Bash(shopt:*)", "Bash(declare:*)", "Write(@R/proj/**)"]
-deny = ["Read(@R/secret/**)", "Write(@R/secret/**)", "Read(@R/proj/secrets/**)", "Write(@R/proj/secrets/**)"]`, "@R", root)
-	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols := []*Policy{builtinFor(data), pol}
 	for _, tc := range []struct{ cmd, dir string }{
 		{`pushd .; DIRSTACK[1]=@R/secret; popd; echo hi > f`, "proj"},
 		{`pushd . >/dev/null; DIRSTACK[1]=@R/secret; popd >/dev/null; cat < key.txt`, "proj"},
@@ -367,4 +322,27 @@ deny = ["Read(@R/secret/**)", "Write(@R/secret/**)", "Read(@R/proj/secrets/**)",
 			t.Errorf("%q: %+v, want allow", cmd, m)
 		}
 	}
+}
+
+// gateLayout makes, under a new temporary root, the folders dirs and
+// the data dir of HOME=root/home (home/.local/share/logbook; XDG_DATA_HOME
+// unset), and returns root and the policies a call is judged by: the
+// built-in ones for that data dir, then src (its "@R" read as root).
+func gateLayout(t *testing.T, dirs []string, src string) (string, []*Policy) {
+	t.Helper()
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", "")
+	for _, d := range append(dirs, "home/.local/share/logbook") {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(home, ".local/share/logbook")
+	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(strings.ReplaceAll(src, "@R", root)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, []*Policy{builtinFor(data), pol}
 }

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"cmp"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,23 +15,8 @@ import (
 // disk); that init, clone and worktree add write the folder they make;
 // and that git commands which leave the files alone stay allowed.
 func TestDecide_GitWritesItsWorkTree(t *testing.T) {
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_DATA_HOME", "")
-	for _, d := range []string{"proj/x/y", "proj/.git", "secret", "home/.local/share/logbook", "mono/.git", "mono/secret2", "mono/app"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data := filepath.Join(home, ".local/share/logbook")
-	src := strings.ReplaceAll(`allow = ["Bash(git:*)", "Write(@R/proj/**)"]
-deny = ["Write(@R/secret/**)", "Write(@R/mono/secret2/**)"]`, "@R", root)
-	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols := []*Policy{builtinFor(data), pol}
+	root, pols := gateLayout(t, []string{"proj/x/y", "proj/.git", "secret", "mono/.git", "mono/secret2", "mono/app"}, `allow = ["Bash(git:*)", "Write(@R/proj/**)"]
+deny = ["Write(@R/secret/**)", "Write(@R/mono/secret2/**)"]`)
 	for _, tc := range []struct{ cmd, dir, want string }{
 		// Each wrote under a denied folder, allowed before.
 		{`git -C @R/secret init`, "proj/x", ActionDeny},

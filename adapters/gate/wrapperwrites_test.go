@@ -2,7 +2,6 @@ package gate
 
 import (
 	"cmp"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,29 +18,14 @@ import (
 // folder), core.worktree, and the files git's subcommands write by
 // their options and operands.
 func TestDecide_WrappersAndGitWrite(t *testing.T) {
-	root := t.TempDir()
-	home := filepath.Join(root, "home")
-	t.Setenv("HOME", home)
-	t.Setenv("XDG_DATA_HOME", "")
-	for _, d := range []string{"proj/.git", "proj/a/b", "secret", "home/.local/share/logbook"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data := filepath.Join(home, ".local/share/logbook")
 	progs := []string{"strace", "ltrace", "valgrind", "time", "env", "command", "script", "flock", "true", "cd", "xvfb-run",
 		"su", "runuser", "echo", "touch", "cat", "bwrap", "sh", "firejail", "proot", "tmux", "screen", "nsenter", "parallel", "git", "cp"}
 	allow := make([]string, 0, len(progs)+1)
 	for _, p := range progs {
 		allow = append(allow, `"Bash(`+p+`:*)"`)
 	}
-	src := strings.ReplaceAll(`allow = [`+strings.Join(allow, ", ")+`, "Write(@R/proj/**)"]
-deny = ["Write(@R/secret/**)", "Read(@R/secret/**)", "Write(/root/**)", "Read(/root/**)"]`, "@R", root)
-	pol, err := ParsePolicy(data+"/"+PolicyFile, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pols := []*Policy{builtinFor(data), pol}
+	root, pols := gateLayout(t, []string{"proj/.git", "proj/a/b", "secret"}, `allow = [`+strings.Join(allow, ", ")+`, "Write(@R/proj/**)"]
+deny = ["Write(@R/secret/**)", "Read(@R/secret/**)", "Write(/root/**)", "Read(/root/**)"]`)
 	for _, tc := range []struct{ cmd, want string }{
 		{`strace -o @R/secret/y true`, ActionDeny},
 		{`strace -f -o@R/secret/y true`, ActionDeny},
