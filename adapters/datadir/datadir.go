@@ -12,6 +12,7 @@
 package datadir
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,9 +244,11 @@ const HandoverPoll = 50 * time.Millisecond
 // that reader to give the lock up, through the handover file, and waits
 // until it has or has ended, saying once, through wait, who it waits for
 // when that takes over 2 s. A reader that follows the log gives the lock
-// up within HandoverPoll; one that reads once ends. It returns Lock's
-// error (wrapping ErrBusy) when the holder writes, and ctx's error when
-// ctx ends first.
+// up within HandoverPoll; one that reads once ends. A holder that writes
+// and is ending (a serve just killed: its lock goes when its files
+// close, after its memory is freed) is waited for up to EndingWait. It
+// returns Lock's error (wrapping ErrBusy) when the holder writes, and
+// ctx's error when ctx ends first.
 func (d Dir) LockOver(ctx context.Context, role string, wait func(holder string)) (*os.File, error) {
 	f, err := d.Lock(role)
 	if !errors.Is(err, ErrBusy) {
@@ -265,7 +268,12 @@ func (d Dir) LockOver(ctx context.Context, role string, wait func(holder string)
 		b, _ := os.ReadFile(d.Path("lock"))
 		owner, whole := lockLine(b)
 		role, _, _ := strings.Cut(owner, " pid ")
+		_, pid, _ := strings.Cut(owner, " pid ")
+		n, _ := strconv.Atoi(pid)
 		switch {
+		case whole && !strings.HasSuffix(role, ReaderMark) && time.Since(start) < EndingWait && ending(n):
+			// A writer on its way out (killed, exiting): its lock goes
+			// when its files close.
 		case whole && !strings.HasSuffix(role, ReaderMark):
 			return nil, err // a writer: not ours to take over
 		case !whole && time.Since(start) > time.Second:
@@ -280,6 +288,54 @@ func (d Dir) LockOver(ctx context.Context, role string, wait func(holder string)
 		case <-time.After(HandoverPoll):
 		}
 	}
+}
+
+// EndingWait is how long LockOver waits for the lock of a writer that
+// is ending (killed, or exiting: a large process takes a while to free
+// its memory, and its files close after that).
+const EndingWait = 10 * time.Second
+
+// ending reports whether process pid is on its way out: gone, a zombie,
+// exiting (PF_EXITING in /proc/PID/stat's flags), or with a SIGKILL
+// pending (/proc/PID/status: SigPnd, ShdPnd), as proc(5) of Linux 6.x
+// shows them.
+func ending(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	// pid (comm) state ppid pgrp session tty_nr tpgid flags …: comm
+	// may hold spaces and parentheses, so fields count from its end.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 {
+		return false
+	}
+	const pfExiting = 0x4
+	if flags, err := strconv.ParseUint(f[6], 10, 64); f[0] == "Z" || f[0] == "X" || err == nil && flags&pfExiting != 0 {
+		return true
+	}
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	const sigkill = 1 << (9 - 1)
+	for _, line := range strings.Split(string(st), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != "SigPnd" && k != "ShdPnd" {
+			continue
+		}
+		if m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && m&sigkill != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // askHandover takes the handover file's exclusive flock, waiting while
