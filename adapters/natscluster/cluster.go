@@ -35,11 +35,15 @@ const ServerModule = "github.com/nats-io/nats-server/v2"
 // requires, e.g. ServerModule) into dir/name with the go command in PATH
 // and returns the binary's path. It runs in the module's directory tree
 // (the caller's working directory), so the version built is go.mod's.
+// It links as `go run` does, without DWARF and symbol table, into the go
+// command's build cache, and copies the executable from there with
+// cp(1): another Build of the same package from the same inputs (another
+// test binary's, a later run's) links nothing.
 func Build(ctx context.Context, dir, name, pkg string) (string, error) {
 	out := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, "go", "run", "-exec", "cp", pkg, out)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("natscluster: go build %s: %w\n%s", pkg, err, b)
+		return "", fmt.Errorf("natscluster: build %s: %w\n%s", pkg, err, b)
 	}
 	return out, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // openSpool opens the hook spool of data dir data.
@@ -95,11 +96,11 @@ func openService(t *testing.T, g *globals) (*backend, *api.Service) {
 	return b, svc
 }
 
-// goBuild builds package pkg into the binary path and returns path.
+// goBuild builds package pkg into the binary path and returns path
+// (sandboxtest.Build: linked once for all test binaries and runs).
 func goBuild(pkg, path string) (string, error) {
-	out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	if err := sandboxtest.Build(context.Background(), pkg, path); err != nil {
+		return "", err
 	}
 	return path, nil
 }

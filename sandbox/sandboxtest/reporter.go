@@ -1,10 +1,9 @@
 package sandboxtest
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -20,9 +19,9 @@ const ReporterEnv = "LOGBOOK_TEST_REPORTER"
 // (cmd/logbook-reporter) for restricted commands' Spec.Reporter: the one
 // $LOGBOOK_TEST_REPORTER names, else one beside the running test binary
 // (where CI builds it for a test binary it runs as another user, outside
-// the module), else one it builds into dir with `go build` (run inside
-// the module: a test's own directory). It sets $LOGBOOK_TEST_REPORTER to
-// the path. A failed build's error carries go's output.
+// the module), else one it builds into dir with Build (run inside the
+// module: a test's own directory). It sets $LOGBOOK_TEST_REPORTER to the
+// path. A failed build's error carries go's output.
 func Reporter(dir string) (string, error) {
 	if p := os.Getenv(ReporterEnv); p != "" {
 		return p, nil
@@ -36,9 +35,8 @@ func Reporter(dir string) (string, error) {
 	}
 	if path == "" {
 		path = filepath.Join(dir, "logbook-reporter")
-		out, err := exec.Command("go", "build", "-o", path, "github.com/logbook-dev/logbook/cmd/logbook-reporter").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build cmd/logbook-reporter into %s: %v: %s", dir, err, bytes.TrimSpace(out))
+		if err := Build(context.Background(), "github.com/logbook-dev/logbook/cmd/logbook-reporter", path); err != nil {
+			return "", err
 		}
 	}
 	if err := os.Setenv(ReporterEnv, path); err != nil {
