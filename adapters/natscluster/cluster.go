@@ -25,6 +25,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // ServerModule is the main package Build compiles: nats-server at the
@@ -328,12 +330,16 @@ func (nd *Node) startConf(conf string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(nd.bin, "-c", conf)
 	// The node dies with the process that started it, however that ends
-	// (a test's -timeout panic runs no cleanup).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// (a test's -timeout panic runs no cleanup), and not before: the
+	// parent-death signal follows the OS thread that forks it, which
+	// sandboxtest.Start keeps for the life of the process. A thread the
+	// caller's goroutine happened to run on can end while the node runs
+	// (a goroutine of another test locked to it returns: a thread
+	// thrown away after a setresuid), and the node would get SIGKILL.
+	cmd := sandboxtest.DieWithTest(exec.Command(nd.bin, "-c", conf))
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	if err := sandboxtest.Start(cmd); err != nil {
 		logf.Close()
 		return fmt.Errorf("natscluster: start %s: %w", nd.Name, err)
 	}
