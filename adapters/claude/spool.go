@@ -182,3 +182,7 @@ func notRegular(path string, m fs.FileMode) error { return hookspool.NotRegular(
 
 // readHook reads and checks a hook payload (hookspool.ReadHook).
 func readHook(b []byte) (map[string]json.RawMessage, string, error) { return hookspool.ReadHook(b) }
+
+// NewSpoolID returns a fresh id for a hook payload or spool entry,
+// after every one made before it on this host (hookspool.NewID).
+func NewSpoolID() string { return hookspool.NewID() }

@@ -20,8 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/redact"
@@ -107,7 +105,7 @@ func (r Recorder) Record(ctx context.Context, name string, payload []byte, prepa
 	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	id := ulid.Make().String()
+	id := claude.NewSpoolID()
 	// With nothing waiting in the spool, the payload goes straight to the
 	// server: its append is as durable as the spool and costs none of the
 	// spool's fsyncs. With entries waiting it must not overtake them, and

@@ -134,32 +134,62 @@ func (s *Spool) PutFrom(payload []byte, p *events.Process) (string, error) {
 	return id, s.PutAs(id, payload, p)
 }
 
-// entryIDs makes the ids of entries put in this process: its own
-// monotonic source, read with the clock under one lock, so an entry put
-// after another in this process sorts after it. ulid.Make reads the clock
-// before it takes its source's lock: a caller holding an earlier
-// millisecond could take the lock between two puts and reset the
-// source, and the second put could then sort before the first.
-//
-// Its entropy is the kernel's (getrandom(2), as crypto/rand reads it on
-// Linux), read directly: crypto/rand would bring the FIPS 140 module's
-// package initializations into every hook process. The source is made
-// on first use.
+// entryIDs holds the last id NewID made in this process, under its lock.
 var entryIDs struct {
 	sync.Mutex
-	src *ulid.MonotonicEntropy
+	last ulid.ULID
 }
 
-// newEntryID returns a fresh entry id, after every id it returned before
-// (unless the wall clock stepped back).
-func newEntryID() string {
+// NewID returns a fresh id for a hook payload or a spool entry: a ULID
+// whose 48-bit time is the wall clock's millisecond, whose next 20 bits
+// are the nanoseconds within it, and whose last 60 bits are the
+// kernel's random bytes. Entries are delivered in the order of their
+// ids, so an id sorts after every id made before it on this host
+// (hooks that follow one another within a millisecond are separate
+// processes) while the wall clock does not step back, and in this
+// process after every id it made before, whatever the clock. A hook
+// sends its payload under this id and, when it cannot, spools it under
+// the same one.
+//
+// Its entropy is read with getrandom(2) directly: crypto/rand would
+// bring the FIPS 140 module's package initializations into every hook
+// process.
+func NewID() string {
 	entryIDs.Lock()
 	defer entryIDs.Unlock()
-	if entryIDs.src == nil {
-		entryIDs.src = ulid.Monotonic(kernelRandom{}, 0)
+	var rnd [8]byte
+	if _, err := (kernelRandom{}).Read(rnd[:]); err != nil {
+		panic(err) // getrandom(2) fails only when the kernel has none
 	}
-	return ulid.MustNew(ulid.Now(), entryIDs.src).String()
+	id := idAt(time.Now(), binary.BigEndian.Uint64(rnd[:]))
+	if id.Compare(entryIDs.last) <= 0 {
+		// The clock stood still or stepped back: one past the last.
+		id = entryIDs.last
+		for i := len(id) - 1; i >= 6; i-- {
+			id[i]++
+			if id[i] != 0 {
+				break
+			}
+		}
+	}
+	entryIDs.last = id
+	return id.String()
 }
+
+// idAt returns the ULID of NewID for wall time t and random bits rnd
+// (its low 60 bits are used).
+func idAt(t time.Time, rnd uint64) ulid.ULID {
+	var id ulid.ULID
+	_ = id.SetTime(uint64(t.UnixMilli()))
+	sub := uint64(t.Nanosecond() % 1_000_000) // < 2^20
+	low := sub<<60 | rnd&(1<<60-1)            // the entropy's low 64 of 80 bits
+	id[6] = byte(sub >> 12)
+	id[7] = byte(sub >> 4)
+	binary.BigEndian.PutUint64(id[8:], low)
+	return id
+}
+
+func newEntryID() string { return NewID() }
 
 // kernelRandom reads random bytes from the kernel's CSPRNG with
 // getrandom(2), blocking only until it is seeded, early at boot.
@@ -616,7 +646,7 @@ func (s *Spool) Reject(id string, payload []byte, why error, red Redactor) error
 // refused before), in rejected/ under a new entry id, redacted by red,
 // with why. It returns the id.
 func (s *Spool) KeepAside(payload []byte, why error, red Redactor) (string, error) {
-	id := ulid.Make().String()
+	id := NewID()
 	return id, s.keepAside(id, payload, why, red)
 }
 

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -121,7 +120,7 @@ func (a *Asker) Ask(ctx context.Context, payload []byte) (gate.Verdict, error) {
 	}
 	host, _ := os.Hostname()
 	agent, _ := claude.AgentProcess(os.Getpid(), host, claude.BootID())
-	id := ulid.Make().String()
+	id := claude.NewSpoolID()
 	spooled := false
 	// failKept keeps the payload in the spool with the verdict the hook
 	// answers for it on its own (gate.FailClosed with err's words), the

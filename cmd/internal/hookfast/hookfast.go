@@ -44,8 +44,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/events"
@@ -221,7 +219,7 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	}
 	host, _ := os.Hostname()
 	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
-	id := ulid.Make().String()
+	id := hookspool.NewID()
 	waiting, err := sp.HasPending()
 	if mustCut {
 		// Over the send cap with no logbook to cut it, checked (its cut
@@ -562,7 +560,7 @@ func keepDenied(args []string, payload []byte, why string) error {
 	}
 	host, _ := os.Hostname()
 	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
-	id := ulid.Make().String()
+	id := hookspool.NewID()
 	if err := sp.PutVerdict(id, hookspool.FailClosedVerdict(why, time.Now(), 0)); err != nil {
 		return err
 	}
@@ -648,7 +646,7 @@ func spoolRefused(args []string, payload []byte) (string, error) {
 	}
 	host, _ := os.Hostname()
 	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
-	id := ulid.Make().String()
+	id := hookspool.NewID()
 	if err := sp.PutAs(id, payload, agent); err != nil {
 		return "", err
 	}

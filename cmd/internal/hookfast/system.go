@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 )
@@ -38,7 +36,7 @@ func viaSystem(args []string, payload []byte, stderr io.Writer, logbook, sock st
 	}
 	host, _ := os.Hostname()
 	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
-	req := hookRequest{ID: ulid.Make().String(), Text: string(prepared), Process: agent}.appendJSON(nil)
+	req := hookRequest{ID: hookspool.NewID(), Text: string(prepared), Process: agent}.appendJSON(nil)
 	b, err := hooksock.CallSystem(sock, "hook", req, time.Now().Add(timeout))
 	switch {
 	case err == nil && bytes.HasPrefix(b, []byte(dataPrefix)):
