@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
@@ -124,7 +125,13 @@ func runImport(ctx context.Context, g *globals, a ingest.Agent, paths []string, 
 		}
 	}
 	ingest.Mark(ctx, ingest.MarkConnected, "")
-	sum, err := plan.Run(ctx, env, natslog.ServerGone, g.stderr)
+	// A request the server never answered because it went away ends
+	// in a timeout; the connection is down by then.
+	lost := func(err error) bool {
+		return natslog.ServerGone(err) || b.srv == nil && b.nc != nil && !b.nc.IsConnected() &&
+			(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout))
+	}
+	sum, err := plan.Run(ctx, env, lost, g.stderr)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,17 @@ func TestImport_ServeDies(t *testing.T) {
 		t.Errorf("import whose serve died does not say so:\n%s", got)
 	}
 	s.startServe(ctx)
-	waitFor(t, 2*time.Minute, "an import that succeeds once serve is back", func() bool {
-		_, err := s.run(ctx, nil, "import", "claude", s.dir)
-		return err == nil
-	})
+	var last string
+	ok := false
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		o, err := s.run(ctx, nil, "import", "claude", s.dir)
+		if err == nil {
+			ok = true
+			break
+		}
+		last = fmt.Sprintf("%v\n%s", err, o)
+	}
+	if !ok {
+		t.Fatalf("no import succeeded within 2m of serve's restart; the last said:\n%s", last)
+	}
 }
