@@ -74,18 +74,34 @@ func (u systemUser) run(t *testing.T, sock string, stdin string, argv ...string)
 func callSocketAs(u systemUser, path, verb string, req, resp any) error {
 	ch := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		// The thread's own effective ids (raw syscalls: the runtime's
+		// setresuid would change every thread's). It goes back to the
+		// runtime once they are root's again; a thread thrown away takes
+		// with it the parent-death signal of every child it started,
+		// another test's node or serve.
+		runtime.LockOSThread()
+		restore := func() {
+			_, _, eu := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), 0, ^uintptr(0))
+			_, _, eg := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), 0, ^uintptr(0))
+			if eu == 0 && eg == 0 {
+				runtime.UnlockOSThread()
+			}
+		}
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(u.gid), ^uintptr(0)); e != 0 {
+			restore()
 			ch <- e
 			return
 		}
 		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(u.uid), ^uintptr(0)); e != 0 {
+			restore()
 			ch <- e
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		ch <- api.SocketCaller(path)(ctx, verb, req, resp)
+		err := api.SocketCaller(path)(ctx, verb, req, resp)
+		restore()
+		ch <- err
 	}()
 	return <-ch
 }
