@@ -1082,7 +1082,15 @@ const maxScriptDirs = 64
 // gives CDPATH or OLDPWD a value, more than maxScriptDirs directories,
 // or a relative cd from an unknown directory add a fault to sc: the
 // command is never allowed. (A CDPATH in the agent's own environment is
-// not seen: the hook does not send it.)
+// not seen: the hook does not send it.) A cd that may run again (a loop,
+// a function, a trap: shell.Command.Repeats) is followed again from
+// every directory reached until none leads anywhere new; a cd to a
+// variable the line gives only plain words is read as each of them
+// (givenValues); a wrapper's directory option (shell.Command.Chdir) is a
+// cd for its command, git's work-tree top found on disk; a directory a
+// wrapper names that the gate cannot know, a line that sets DIRSTACK or
+// BASHOPTS or may turn on cdable_vars, and a relative pushd -n the
+// directory stack may be used for are faults.
 func scriptDirs(sc *shell.Script, dir string) []string {
 	dirs := []string{dir}
 	seen := map[string]bool{dir: true}
@@ -1144,10 +1152,6 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 		sc.Faults = append(sc.Faults, "a command runs in a directory known only when it runs")
 		return false
 	}
-	// A cd that may run more than once (in a loop, a function) leads on
-	// from where it led: the cds are followed again from every directory
-	// reached until none leads anywhere new (or to more than
-	// maxScriptDirs).
 	// The directory stack used (popd, pushd +N, cd ~N) leads to the
 	// directories reached, but for an entry pushd -n put there as
 	// written, which is read from wherever the shell is when it is used.
@@ -1155,6 +1159,10 @@ func scriptDirs(sc *shell.Script, dir string) []string {
 		sc.Faults = append(sc.Faults, "pushd -n puts a directory on the stack as written, read from where the shell is when it is used")
 		return dirs
 	}
+	// A cd that may run more than once (in a loop, a function) leads on
+	// from where it led: the cds are followed again from every directory
+	// reached until none leads anywhere new (or to more than
+	// maxScriptDirs).
 	repeats := slices.ContainsFunc(sc.Commands, func(c shell.Command) bool { return c.Repeats })
 	for {
 		reached := len(dirs)
