@@ -1202,9 +1202,7 @@ func followCds(sc *shell.Script, dirs *[]string, add func(string) bool, unknown 
 				return false
 			}
 		}
-		for len(cmd.Args) > 1 && cmd.Args[0].Static && (cmd.Args[0].Value == "builtin" || cmd.Args[0].Value == "command") {
-			cmd.Args = cmd.Args[1:]
-		}
+		cmd = bareBuiltin(cmd)
 		if len(cmd.Args) == 0 || !cmd.Args[0].Static {
 			continue
 		}
@@ -1312,6 +1310,15 @@ func followCd(sc *shell.Script, cmd shell.Command, target *shell.Word, dirs *[]s
 	return true
 }
 
+// bareBuiltin returns c without the builtin or command words before the
+// builtin it runs (builtin cd, command pushd).
+func bareBuiltin(c shell.Command) shell.Command {
+	for len(c.Args) > 1 && c.Args[0].Static && (c.Args[0].Value == "builtin" || c.Args[0].Value == "command") {
+		c.Args = c.Args[1:]
+	}
+	return c
+}
+
 // stackIndex reports whether v is "+N" or "-N" (N decimal digits): an
 // entry of the directory stack, to pushd, popd and dirs.
 func stackIndex(v string) bool {
@@ -1333,9 +1340,7 @@ func stackTilde(v string) bool {
 // pushesWord reports whether c is a pushd -n of a directory that is not
 // an absolute path known before it runs.
 func pushesWord(c shell.Command) bool {
-	for len(c.Args) > 1 && c.Args[0].Static && (c.Args[0].Value == "builtin" || c.Args[0].Value == "command") {
-		c.Args = c.Args[1:]
-	}
+	c = bareBuiltin(c)
 	if len(c.Args) == 0 || !c.Args[0].Static || path.Base(c.Args[0].Value) != "pushd" {
 		return false
 	}
@@ -1359,9 +1364,7 @@ func pushesWord(c shell.Command) bool {
 // stack: popd, pushd with no directory or with +N or -N, or a cd or
 // pushd to "~N", "~+N" or "~-N".
 func usesDirStack(c shell.Command) bool {
-	for len(c.Args) > 1 && c.Args[0].Static && (c.Args[0].Value == "builtin" || c.Args[0].Value == "command") {
-		c.Args = c.Args[1:]
-	}
+	c = bareBuiltin(c)
 	if len(c.Args) == 0 || !c.Args[0].Static {
 		return false
 	}
@@ -1404,13 +1407,8 @@ func givenValues(sc *shell.Script, w shell.Word) []*shell.Word {
 	if !ok {
 		return nil
 	}
-	if name, ok = strings.CutSuffix(name, "}"); !ok || name == "_" || sc.Unsure[name] || sc.Unsure["IFS"] {
+	if name, ok = strings.CutSuffix(name, "}"); !ok || name == "_" || !shell.IsName(name) || sc.Unsure[name] || sc.Unsure["IFS"] {
 		return nil
-	}
-	for _, c := range name {
-		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return nil
-		}
 	}
 	var vs []*shell.Word
 	for _, a := range sc.Given {

@@ -130,7 +130,7 @@ func (s *Spool) Put(payload []byte) (string, error) { return s.PutFrom(payload, 
 // known). The process is stored in its own file, durable before the
 // payload's file appears, so an entry never lacks the process it had.
 func (s *Spool) PutFrom(payload []byte, p *events.Process) (string, error) {
-	id := newEntryID()
+	id := NewID()
 	return id, s.PutAs(id, payload, p)
 }
 
@@ -188,8 +188,6 @@ func idAt(t time.Time, rnd uint64) ulid.ULID {
 	binary.BigEndian.PutUint64(id[8:], low)
 	return id
 }
-
-func newEntryID() string { return NewID() }
 
 // kernelRandom reads random bytes from the kernel's CSPRNG with
 // getrandom(2), blocking only until it is seeded, early at boot.

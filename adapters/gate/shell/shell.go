@@ -1449,6 +1449,10 @@ func dropBackslashes(v, before string) string {
 // lit returns a static word of value v.
 func lit(v string) Word { return Word{Value: v, Static: true, Reading: v, Glob: v} }
 
+// IsName reports whether s is a shell variable name (bash 5.2: a
+// letter or _, then letters, digits and _).
+func IsName(s string) bool { return isName(s) }
+
 // isName reports whether s is a shell variable name.
 func isName(s string) bool {
 	if s == "" {
