@@ -82,24 +82,11 @@ func TestSweepPlaceholders_KilledWorker(t *testing.T) {
 	requireBwrap(t)
 	ws := t.TempDir()
 	ledger := filepath.Join(t.TempDir(), "ledger")
-	child := exec.Command(os.Args[0], "-test.run=^TestHelperPlaceholderWorker$")
 	// Killed once its command runs: a worker killed while bubblewrap
 	// still builds the boundary leaves a sandbox that outlives it, and
 	// its lock, until the next sweep (TestSweepPlaceholders_KilledWorkerLeavesNoProcess).
-	child.Env = append(os.Environ(), helperWorkspace+"="+ws, helperLedger+"="+ledger, helperRuns+"=1")
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child := startHelperWorker(t, helperWorkspace+"="+ws, helperLedger+"="+ledger, helperRuns+"=1")
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if !strings.HasPrefix(line, "running") {
-		t.Fatalf("helper worker: %q, %v", line, err)
-	}
 	for _, n := range placeholderNames() {
 		if fi, err := os.Lstat(filepath.Join(ws, n)); err != nil || !isPlaceholder(fi) {
 			t.Fatalf("placeholder %s while the command runs: %v", n, err)
@@ -428,25 +415,11 @@ func TestSweepPlaceholders_KilledWorkerLeavesNoProcess(t *testing.T) {
 			mode = ReadOnly
 		}
 		hold := i%3 == 2
-		child := exec.Command(os.Args[0], "-test.run=^TestHelperPlaceholderWorker$")
-		child.Env = append(os.Environ(), helperWorkspace+"="+ws, helperLedger+"="+ledger, helperMode+"="+string(mode))
+		env := []string{helperWorkspace + "=" + ws, helperLedger + "=" + ledger, helperMode + "=" + string(mode)}
 		if hold {
-			child.Env = append(child.Env, helperHold+"=1")
+			env = append(env, helperHold+"=1")
 		}
-		out, err := child.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		child.Stderr = os.Stderr
-		if err := child.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if !strings.HasPrefix(line, "running") {
-			_ = child.Process.Kill()
-			_ = child.Wait()
-			t.Fatalf("helper worker: %q, %v", line, err)
-		}
+		child := startHelperWorker(t, env...)
 		wait := time.Duration(i%4) * time.Millisecond
 		if hold && i%4 == 3 {
 			wait = 150 * time.Millisecond // well past bubblewrap's setup
@@ -568,4 +541,29 @@ func describeDir(dir, name string) string {
 		}
 	}
 	return b.String()
+}
+
+// startHelperWorker starts TestHelperPlaceholderWorker with env (its
+// helper* variables, NAME=value) beside this process's environment, and
+// returns it once it says "running"; a helper that says anything else
+// is killed and the test fails.
+func startHelperWorker(t *testing.T, env ...string) *exec.Cmd {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^TestHelperPlaceholderWorker$")
+	child.Env = append(os.Environ(), env...)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if !strings.HasPrefix(line, "running") {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		t.Fatalf("helper worker: %q, %v", line, err)
+	}
+	return child
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -276,25 +275,11 @@ func TestSweepBoundaries_KilledWorkerWithoutLedger(t *testing.T) {
 		if i%2 == 1 {
 			mode = ReadOnly
 		}
-		child := exec.Command(os.Args[0], "-test.run=^TestHelperPlaceholderWorker$")
-		child.Env = append(os.Environ(), helperWorkspace+"="+ws, helperLedger+"=", helperMode+"="+string(mode))
+		env := []string{helperWorkspace + "=" + ws, helperLedger + "=", helperMode + "=" + string(mode)}
 		if i%3 == 2 {
-			child.Env = append(child.Env, helperHold+"=1")
+			env = append(env, helperHold+"=1")
 		}
-		out, err := child.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		child.Stderr = os.Stderr
-		if err := child.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if !strings.HasPrefix(line, "running") {
-			_ = child.Process.Kill()
-			_ = child.Wait()
-			t.Fatalf("helper worker: %q, %v", line, err)
-		}
+		child := startHelperWorker(t, env...)
 		time.Sleep(time.Duration(i%4) * time.Millisecond)
 		_ = child.Process.Signal(syscall.SIGKILL)
 		_ = child.Wait()

@@ -23,20 +23,7 @@ func TestLockOver_WaitsForAKilledWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderProcess$")
-		cmd.Env = append(os.Environ(), "LOGBOOK_TEST_HOLD_LOCK="+string(d))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "held\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("holder: %q, %v", line, err)
-		}
+		cmd := startLockHolder(t, d)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -48,6 +35,18 @@ func TestLockOver_WaitsForAKilledWriter(t *testing.T) {
 		f.Close()
 	}
 	// A writer that lives is still refused at once.
+	cmd := startLockHolder(t, d)
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if _, err := d.LockOver(t.Context(), "logbook serve", func(string) {}); err == nil {
+		t.Fatal("took the lock of a live writer")
+	}
+}
+
+// startLockHolder starts TestLockHolderProcess on data dir d and returns
+// it once it holds the lock; one that does not is killed and the test
+// fails.
+func startLockHolder(t *testing.T, d Dir) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderProcess$")
 	cmd.Env = append(os.Environ(), "LOGBOOK_TEST_HOLD_LOCK="+string(d))
 	out, err := cmd.StdoutPipe()
@@ -57,13 +56,12 @@ func TestLockOver_WaitsForAKilledWriter(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "held\n" {
-		t.Fatalf("holder: %q", line)
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "held\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("holder: %q, %v", line, err)
 	}
-	if _, err := d.LockOver(t.Context(), "logbook serve", func(string) {}); err == nil {
-		t.Fatal("took the lock of a live writer")
-	}
+	return cmd
 }
 
 // TestLockHolderProcess is the holder TestLockOver_WaitsForAKilledWriter
