@@ -146,8 +146,16 @@ func (l *Log) gather(pending []*request) []*request {
 	return pending
 }
 
+// MaxMergeBytes bounds the bodies of the decisions group commit merges
+// into one atomic batch, in bytes (1 MiB): a decision larger goes out
+// alone. It bounds what a merged batch takes of the disk (staged, then
+// stored) and so the reserve of free space serve keeps for commits in
+// flight (adapters/diskfull.Guard).
+const MaxMergeBytes = 1 << 20
+
 // pick splits pending, in arrival order, into the next batch and the
-// rest. A batch holds at most events.MaxBatch messages and at most one
+// rest. A batch holds at most events.MaxBatch messages, bodies of at most
+// MaxMergeBytes but for a lone decision, and at most one
 // decision per aggregate, and none of an aggregate flying names (by
 // subject: those a batch in flight holds); a later decision for an
 // aggregate already in the batch or in flight waits for the next round,
@@ -156,7 +164,7 @@ func (l *Log) gather(pending []*request) []*request {
 // taken.
 func pick(pending []*request, flying map[string]int) (batch, rest []*request) {
 	seen := make(map[string]struct{}, len(pending))
-	n := 0
+	n, size := 0, 0
 	full := false
 	for _, r := range pending {
 		if r.state.Load() == cancelled {
@@ -167,7 +175,7 @@ func pick(pending []*request, flying map[string]int) (batch, rest []*request) {
 			rest = append(rest, r)
 			continue
 		}
-		if n+len(r.msgs) > events.MaxBatch {
+		if n+len(r.msgs) > events.MaxBatch || n > 0 && size+r.size > MaxMergeBytes {
 			full = true
 			rest = append(rest, r)
 			continue
@@ -177,6 +185,7 @@ func pick(pending []*request, flying map[string]int) (batch, rest []*request) {
 		}
 		seen[r.subject] = struct{}{}
 		n += len(r.msgs)
+		size += r.size
 		batch = append(batch, r)
 	}
 	return batch, rest
@@ -421,6 +430,8 @@ func (l *Log) outcome(r *request, ack *jetstreamext.BatchAck, err error) outcome
 			return outcome{app: app}
 		}
 		return outcome{err: fmt.Errorf("append %s expect %d: %w: an event id of the batch is committed already but the batch is not there: %w", r.agg, r.expect, events.ErrConflict, err)}
+	case heldError(apiErr):
+		return outcome{err: fmt.Errorf("append %s: %w", r.agg, ErrAppendsHeld)}
 	default:
 		return outcome{err: fmt.Errorf("append %s: %w", r.agg, err)}
 	}

@@ -468,6 +468,7 @@ type request struct {
 	firstID string // Nats-Msg-Id of the first and last message
 	lastID  string
 	msgs    []*nats.Msg
+	size    int    // the bodies of msgs, in bytes (what pick merges by)
 	signer  Signer // signs msgs when they go out (signRequests); nil: unsigned
 	keyID   string // the Lb-Key its messages are signed with; "" unsigned or not signed yet
 	// causes holds, per message of a signed request, its event's cause
@@ -527,6 +528,10 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 		m.Subject, m.Header, m.Data = subject, h, data
 		msgs[i] = m
 	}
+	size := 0
+	for _, d := range datas {
+		size += len(d)
+	}
 	var causes []causeKind
 	if s != nil {
 		causes = make([]causeKind, n)
@@ -545,6 +550,7 @@ func newRequest(b events.Batch, s Signer) (*request, error) {
 		firstID: b.Events[0].ID.String(),
 		lastID:  b.Events[len(b.Events)-1].ID.String(),
 		msgs:    msgs,
+		size:    size,
 		signer:  s,
 		causes:  causes,
 		done:    make(chan outcome, 1),

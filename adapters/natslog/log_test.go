@@ -401,6 +401,13 @@ func TestPick(t *testing.T) {
 	gone := req("d", 1)
 	gone.state.Store(cancelled)
 	big, small := req("big", events.MaxBatch-1), req("e", 1)
+	// Decisions whose bodies are each more than half of MaxMergeBytes.
+	heavy := func(id string) *request {
+		r := req(id, 1)
+		r.size = MaxMergeBytes/2 + 1
+		return r
+	}
+	h1, h2 := heavy("h1"), heavy("h2")
 
 	tests := []struct {
 		name    string
@@ -412,6 +419,8 @@ func TestPick(t *testing.T) {
 		{"one per aggregate", []*request{a1, b, a2, c, gone}, nil, []*request{a1, b, c}, []*request{a2}},
 		{"no overtaking past a full batch", []*request{b, big, small}, nil, []*request{b}, []*request{big, small}},
 		{"none of an aggregate in flight", []*request{a1, b, c}, map[string]int{a1.subject: 1}, []*request{b, c}, []*request{a1}},
+		{"bodies of at most MaxMergeBytes merged", []*request{h1, b, h2, c}, nil, []*request{h1, b}, []*request{h2, c}},
+		{"a heavy decision alone", []*request{h2}, nil, []*request{h2}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
