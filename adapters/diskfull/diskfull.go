@@ -14,6 +14,9 @@
 //     takes a probe write, then Pebble's write is made again.
 //   - A hook that can neither reach the journal nor the spool is not
 //     acknowledged: the agent sees the error.
+//   - Before the disk under the log's store is full, a Guard holds the
+//     log's appends (below a reserve of free space), so that no atomic
+//     batch is cut by a disk that fills during its commit.
 //
 // A Pause is what serve tells of it: doctor (the disk verb) and
 // /metrics show "appends paused: disk full since <time>".
@@ -46,6 +49,7 @@ type Pause struct {
 	since time.Time // zero while writes go on
 	dir   string
 	why   string
+	held  bool // a Guard holds the log's appends (a pause Clear keeps)
 	logf  func(format string, args ...any)
 	stop  chan struct{} // closed when serve stops: waits in the views end
 	once  sync.Once
@@ -63,6 +67,11 @@ func NewPause(logf func(format string, args ...any)) *Pause {
 func (p *Pause) Set(dir, why string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.setLocked(dir, why)
+}
+
+// setLocked is Set with p.mu held.
+func (p *Pause) setLocked(dir, why string) {
 	if !p.since.IsZero() {
 		return
 	}
@@ -70,10 +79,40 @@ func (p *Pause) Set(dir, why string) {
 	p.logf("WARN: appends paused: disk full since %s (%s: %s); hooks wait in the journal and go in, in order, once it takes writes", p.since.Format(time.RFC3339), dir, why)
 }
 
-// Clear marks writes going on again.
+// Clear marks writes going on again, unless a Guard holds the log's
+// appends (then its own look ends the pause).
 func (p *Pause) Clear() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.held {
+		return
+	}
+	p.clearLocked()
+}
+
+// hold marks the log's appends held by a Guard on dir for why, and the
+// writes paused from now unless they are already.
+func (p *Pause) hold(dir, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = true
+	p.setLocked(dir, why)
+}
+
+// unhold marks the log's appends let go by the Guard on dir, and the
+// pause over when it was the Guard's (a full part's pause goes on until
+// Watch's probes clear it).
+func (p *Pause) unhold(dir string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = false
+	if p.dir == dir {
+		p.clearLocked()
+	}
+}
+
+// clearLocked is Clear with p.mu held and no Guard holding.
+func (p *Pause) clearLocked() {
 	if p.since.IsZero() {
 		return
 	}
@@ -142,8 +181,17 @@ func Probe(dir string, write bool) string {
 
 // Watch probes dirs every WatchEvery until ctx ends: a part that is full
 // or read-only pauses (Set), and once every part takes a probe write the
-// pause ends (Clear). It blocks until ctx is done.
-func (p *Pause) Watch(ctx context.Context, dirs []string) {
+// pause ends (Clear). With g not nil it also runs g's look, whose hold
+// pauses too. It blocks until ctx is done.
+func (p *Pause) Watch(ctx context.Context, dirs []string, g *Guard) {
+	if g != nil {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			g.watch(ctx, p)
+		}()
+	}
 	t := time.NewTicker(WatchEvery)
 	defer t.Stop()
 	for {

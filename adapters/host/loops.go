@@ -32,7 +32,11 @@ type Loops struct {
 	// spooled hooks (they wait in its spool for a writer).
 	Reader bool
 	// Pause is what serve knows of a full disk; the watch closes it.
-	Pause   *diskfull.Pause
+	Pause *diskfull.Pause
+	// Hold holds the appends of the data dir's own server (Own) while
+	// its store's disk is under its reserve (diskfull.Guard); nil: none
+	// held (a cluster's stream, whose commits are one proposal each).
+	Hold    func(ctx context.Context, held bool) error
 	Log     *natslog.Log
 	Health  *LogHealth
 	Service *api.Service // its Runner, Spool and DrainSpool
@@ -59,9 +63,13 @@ func (l Loops) Add(ctx context.Context, grp *run.Group) (natslog.Identity, error
 		if l.Own {
 			dirs = append(dirs, l.Dir.Path("jetstream"))
 		}
+		var g *diskfull.Guard
+		if l.Own && l.Hold != nil {
+			g = &diskfull.Guard{Dir: l.Dir.Path("jetstream"), Hold: l.Hold}
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {
-			l.Pause.Watch(ctx, dirs)
+			l.Pause.Watch(ctx, dirs, g)
 			return nil
 		}, func(error) { cancel(); l.Pause.Close() })
 	}

@@ -535,7 +535,11 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		<-ctx.Done()
 		return nil
 	})
-	sid, err := Loops{Dir: dd, Own: p.Server != nil, Reader: cfg.Reader, Pause: p.Pause, Log: p.Log, Health: health,
+	var hold func(context.Context, bool) error
+	if p.Server != nil {
+		hold = p.Server.HoldAppends
+	}
+	sid, err := Loops{Dir: dd, Own: p.Server != nil, Reader: cfg.Reader, Pause: p.Pause, Hold: hold, Log: p.Log, Health: health,
 		Service: svc, NC: p.NC, Delivered: web.ObserveSpool, Say: say}.Add(ctx, &grp)
 	if err != nil {
 		return err

@@ -1,0 +1,104 @@
+package diskfull
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bounds of Reserve, in bytes.
+const (
+	// MinReserve is the least reserve: room for the two merged atomic
+	// batches a log has in flight (natslog.MaxMergeBytes each), each
+	// staged and then stored, 4 MiB.
+	MinReserve = 4 << 20
+	// MaxReserve is the most, 64 MiB: on a large disk a sixteenth
+	// would keep gigabytes from use.
+	MaxReserve = 64 << 20
+)
+
+// GuardEvery is how often a Guard looks at the free space under the
+// log's store: often, since the log's own appends may be what fills it.
+const GuardEvery = 50 * time.Millisecond
+
+// Reserve returns the free space, in bytes, under which a Guard holds
+// the appends of the log stored in dir: a sixteenth of the size of the
+// file system dir is on, at least MinReserve and at most MaxReserve.
+// Errors are statfs(2)'s.
+func Reserve(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return min(max(int64(st.Blocks)*int64(st.Bsize)/16, MinReserve), MaxReserve), nil
+}
+
+// free returns the bytes free to an unprivileged writer under dir.
+func free(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// Guard holds the appends of a log whose store lies in Dir while the
+// file system there has less than its Reserve free, and lets them go
+// once it has a quarter more than that again. A single NATS server
+// commits an atomic batch message by message (nats-server v2.15,
+// non-clustered), so a disk that fills part way through a commit leaves
+// the batch cut: its first messages stored, the rest not, though the
+// publisher is told it failed. Held before the disk is full, every batch
+// is refused whole instead (natslog.Server.HoldAppends). The reserve
+// covers the log's own growth between two looks (GuardEvery) and the
+// commits in flight; a disk filled at once by another program can still
+// cut a batch being committed at that moment.
+type Guard struct {
+	// Dir is the log's store (the embedded server's jetstream/).
+	Dir string
+	// Hold holds the log's appends (true) or lets them go (false); it
+	// is called at the first look and at each change. An error is said
+	// and the call made again at the next look.
+	Hold func(ctx context.Context, held bool) error
+}
+
+// watch looks at g.Dir's free space every GuardEvery until ctx is done,
+// holding appends (and pausing them, p.Set, so that serve says why) while
+// it is under the reserve, and calling again at a change.
+func (g *Guard) watch(ctx context.Context, p *Pause) {
+	t := time.NewTicker(GuardEvery)
+	defer t.Stop()
+	held, known := false, false
+	var failed error
+	for {
+		reserve, rerr := Reserve(g.Dir)
+		left, ferr := free(g.Dir)
+		if rerr == nil && ferr == nil {
+			want := left < reserve || held && left < reserve+reserve/4
+			if !known || want != held {
+				err := g.Hold(ctx, want)
+				switch {
+				case err == nil:
+					if want {
+						p.hold(g.Dir, fmt.Sprintf("%d bytes free, under the log's reserve of %d MiB: appends are held so that no atomic batch is cut by a full disk", left, reserve>>20))
+					} else if known {
+						p.unhold(g.Dir)
+					}
+					held, known, failed = want, true, nil
+				case ctx.Err() != nil:
+					return
+				case failed == nil || failed.Error() != err.Error():
+					p.logf("WARN: %v; trying again", err)
+					failed = err
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
