@@ -410,6 +410,12 @@ type FileResult struct {
 	Lines    int    // the session's line cursor after the import
 	Torn     bool   // the last line is incomplete and waits for the next import
 	Warnings []string
+
+	// resent is the lines (first, last) of a run whose append failed and
+	// is being appended again line by line: one of them found in the log
+	// then was put there by that append (its answer lost, or the disk
+	// full part way through), by this import.
+	resent [2]int
 }
 
 // LineSource is how ImportFile reads one agent's transcript format:
@@ -1266,6 +1272,7 @@ type runLine struct {
 // session's state just after it.
 type lineOutcome struct {
 	appended bool
+	seen     bool // not appended: the session holds this line of this path
 	parent   string
 	agentID  string
 	turnOpen bool
@@ -1323,7 +1330,7 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			for _, rl := range run {
 				o, _ := events.Observed(rl.obs.Data)
 				if s.Seen(o) {
-					outs = append(outs, lineOutcome{})
+					outs = append(outs, lineOutcome{seen: true})
 					taken++
 					continue
 				}
@@ -1404,7 +1411,11 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			}
 			// The log refused the run whole (an event it will not take,
 			// say): append it line by line, so the lines before the one
-			// at fault are imported and the error names that line.
+			// at fault are imported and the error names that line. (An
+			// answer lost may hide that the run, or a part of it, went
+			// in: those lines are found in the log, this import's.)
+			res.resent = [2]int{run[0].n, run[len(run)-1].n}
+			defer func() { res.resent = [2]int{} }()
 			for i := range run {
 				if err := in.appendRun(ctx, agg, path, src, run[i:i+1], refs, res, progress); err != nil {
 					return err
@@ -1415,7 +1426,14 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 		for i, out := range outs {
 			rl := run[i]
 			if !out.appended {
-				res.Skipped++
+				// In the log already, or held by the session by its
+				// uuid (a copy): but a line of a run appended again line
+				// by line was put there by this import.
+				if out.seen && res.resent[0] <= rl.n && rl.n <= res.resent[1] {
+					res.Appended++
+				} else {
+					res.Skipped++
+				}
 			} else {
 				res.Appended++
 				o, _ := events.Observed(rl.obs.Data)
