@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -350,7 +351,7 @@ func TestDiskPauseProbe(t *testing.T) {
 	p := diskfull.NewPause(func(format string, args ...any) { fmt.Fprintf(&logs, format+"\n", args...) })
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); p.Watch(ctx, []string{disk}) }()
+	go func() { defer close(done); p.Watch(ctx, []string{disk}, nil) }()
 	defer func() { cancel(); <-done }()
 
 	filler := fillDisk(t, disk)
@@ -457,6 +458,139 @@ func TestDiskFullImport(t *testing.T) {
 	if lost > 0 || doubled > 0 {
 		t.Errorf("lost %d, doubled %d", lost, doubled)
 	}
+}
+
+// An import that fills the disk under the log itself: serve holds
+// appends before the disk is full, so that every atomic batch is stored
+// whole or refused whole (a single server commits a batch message by
+// message, and a disk that fills part way through a commit leaves it
+// cut), and the import says so; its summary counts what it appended,
+// which the next import, once space is freed, finds already in the log,
+// no more. Every line is in the log once, and every decision whole.
+func TestDiskFullImportFillsIt(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	disk := filepath.Join(data, "jetstream")
+	const size = 64 << 20
+	mountTmpfs(t, disk, size)
+	s := &soak{t: t, bin: soakBuild(t), data: data, dir: filepath.Join(root, "projects")}
+	t.Cleanup(s.procs.killAll)
+	ts, err := bench.NewSynthTranscripts(s.dir, 120, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bytes int64
+	for _, tr := range ts {
+		if err := tr.Grow(40, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filepath.WalkDir(s.dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				bytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	ctx := t.Context()
+	s.startServe(ctx)
+	// Room for a part of the import: past the reserve, less than the
+	// transcripts' bytes (the log stores each line's observation and
+	// more).
+	reserve, err := diskfull.Reserve(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(disk, &st); err != nil {
+		t.Fatal(err)
+	}
+	room := reserve + 3*bytes
+	filler := filepath.Join(disk, "filler")
+	if left := int64(st.Bavail) * st.Bsize; left > room {
+		f, err := os.Create(filler)
+		if err == nil {
+			err = syscall.Fallocate(int(f.Fd()), 0, 0, left-room)
+			f.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := s.run(ctx, nil, "import", "claude", s.dir)
+	first := string(out)
+	if err == nil {
+		t.Fatalf("an import of %d bytes of transcripts into %d bytes of room succeeded:\n%s", bytes, room, lastLineOf(first))
+	}
+	if !strings.Contains(first, "appends are held so that no atomic batch is cut") {
+		t.Errorf("the import that filled the disk does not say appends are held:\n%s", tailString(first, 2000))
+	}
+	appended := summaryCount(t, first, `(\d+) lines? appended`)
+	if already := summaryCount(t, first, `(\d+) already in the log`); already != 0 || appended == 0 {
+		t.Errorf("first import into an empty log: %d appended, %d already in the log", appended, already)
+	}
+	if err := os.Remove(filler); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var second string
+	waitFor(t, 2*time.Minute, "an import that succeeds after the disk was freed", func() bool {
+		out, err := s.run(ctx, nil, "import", "claude", s.dir)
+		second = string(out)
+		return err == nil
+	}, func() string { return tailString(second, 2000) })
+	if already := summaryCount(t, second, `(\d+) already in the log`); already != appended {
+		t.Errorf("the import after the disk was freed finds %d lines already in the log; the one that filled it said it appended %d:\n%s\n%s", already, appended, lastLineOf(first), lastLineOf(second))
+	}
+	// Each line once.
+	lines := map[string]map[int]int{}
+	err = s.readLog(ctx, func(r events.Record) {
+		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
+			if lines[r.Agg.ID] == nil {
+				lines[r.Agg.ID] = map[int]int{}
+			}
+			lines[r.Agg.ID][o.Line]++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, lost, doubled int
+	for _, tr := range ts {
+		total += tr.Lines
+		for n := 1; n <= tr.Lines; n++ {
+			switch c := lines[tr.Aggregate()][n]; {
+			case c == 0:
+				lost++
+			case c > 1:
+				doubled += c - 1
+			}
+		}
+	}
+	t.Logf("%d lines, %d bytes of transcripts, %d bytes of room (reserve %d): %s; then %s", total, bytes, room, reserve, lastLineOf(first), lastLineOf(second))
+	if lost > 0 || doubled > 0 {
+		t.Errorf("lost %d, doubled %d of %d lines", lost, doubled, total)
+	}
+}
+
+// summaryCount returns the number pattern's one group matches in an
+// import's summary line ("imported …"), 0 when it does not match.
+func summaryCount(t *testing.T, out, pattern string) int {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "imported ") {
+			continue
+		}
+		if m := regexp.MustCompile(pattern).FindStringSubmatch(l); m != nil {
+			n, err := strconv.Atoi(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 // lastLineOf returns the last non-empty line of s.
