@@ -94,10 +94,10 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 		}
 	}
 	if event == "" {
-		return "", &HookError{Field: "hook_event_name", Err: ErrMissingField}
+		return "", &HookError{Field: "hook_event_name", Err: missing(top, "hook_event_name")}
 	}
 	if topStr(top, "session_id") == "" {
-		return "", &HookError{Event: event, Field: "session_id", Err: ErrMissingField}
+		return "", &HookError{Event: event, Field: "session_id", Err: missing(top, "session_id")}
 	}
 	// The ids name the session aggregate (SessionAggregate): refuse here,
 	// by the log's own rule, what the server would refuse on delivery.
@@ -114,7 +114,7 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 	if a == "" && (event == "SubagentStart" || event == "SubagentStop") {
 		// The subagent the event is about: without it, a subagent named
 		// "agent-" of no session.
-		return "", &HookError{Event: event, Field: "agent_id", Err: ErrMissingField}
+		return "", &HookError{Event: event, Field: "agent_id", Err: missing(top, "agent_id")}
 	}
 	if a != "" {
 		err := events.ValidID(a)
@@ -126,6 +126,19 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 		}
 	}
 	return event, nil
+}
+
+// missing returns ErrMissingField for the required member key of top,
+// saying so when it is there but null or an empty string.
+func missing(top map[string]json.RawMessage, key string) error {
+	switch r, ok := top[key]; {
+	case !ok:
+		return ErrMissingField
+	case jsonx.Kind(r) == "null":
+		return fmt.Errorf("%w: it is null", ErrMissingField)
+	default:
+		return fmt.Errorf("%w: it is an empty string", ErrMissingField)
+	}
 }
 
 // topStr returns the text of the string member key of top, a payload's
