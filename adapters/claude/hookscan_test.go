@@ -248,7 +248,7 @@ func TestPrepareHook_Hostile(t *testing.T) {
 		{"too deep", nest(MaxHookDepth + 1), ErrTooDeep, "claude hook: nested too deep: more than 512 levels at byte 597"},
 		{"200,000 levels", nest(200_000), ErrTooDeep, "claude hook: nested too deep: more than 512 levels at byte 597"},
 		{"300,000 keys", manyKeys(300_000), ErrTooManyKeys, "claude hook: too many keys: more than 65536 object members at byte 1114128"},
-		{"60,000 keys, 1 MB", manyKeys(60_000), ErrTooLarge, "claude hook: payload too large: 1020085 bytes, 1020192 after cutting each string to 4096 bytes, at most 262144"},
+		{"60,000 keys, 1 MB", manyKeys(60_000), ErrTooLarge, "claude hook: payload too large: 1020085 bytes; with each string cut to 4096 bytes and every member dropped but those naming the session, the event and the call and the call's input, still 1020207 bytes, at most 262144 (\"tool_input\" alone is 1020001)"},
 		{"not an object", []byte(`[` + strings.Repeat(`"x",`, 100_000) + `0]`), ErrNotObject, "claude hook: not a JSON object: got array"},
 	}
 	for _, tt := range tests {

@@ -201,7 +201,8 @@ const (
 // It reads b once (UTF-8, syntax, MaxHookDepth, MaxHookKeys) and decodes
 // only the top-level fields it checks and the first MaxHookString bytes
 // of each string it cuts. Errors: CheckHook's, and ErrTooLarge for a
-// payload still over MaxHookSend after cutting and dropping.
+// payload still over MaxHookSend after cutting and dropping (its message
+// names the largest member kept).
 //
 // With sum nil (a binary that links no hash: logbook-hook), a payload
 // over MaxHookSend is checked, and its cut made to see that it fits, but
@@ -280,7 +281,7 @@ func cutHook(b []byte, s *hookScan, sum func([]byte) [32]byte) ([]byte, error) {
 		// happened; what is dropped is the bulk of what it carried.
 		dropped, err := dropMembers(out, len(b), h)
 		if err != nil {
-			return nil, &HookError{Err: fmt.Errorf("%w: %d bytes, %d after cutting each string to %d bytes, at most %d", ErrTooLarge, len(b), len(out), MaxHookString, MaxHookSend)}
+			return nil, &HookError{Err: fmt.Errorf("%w: %d bytes; %v", ErrTooLarge, len(b), err)}
 		}
 		out = dropped
 	}
@@ -311,7 +312,8 @@ const DroppedMember = "logbook_dropped"
 // not keptMembers replaced by {DroppedMember: size} until it fits, and
 // its CutMember naming the original's size (orig) and SHA-256 (sum) and
 // the dropped members' names ("dropped"). Members are written in name
-// order. An error when it cannot be made to fit.
+// order. An error, saying how large what is kept is and naming its
+// largest member, when it cannot be made to fit.
 func dropMembers(out []byte, orig int, sum [32]byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(out, &top); err != nil {
@@ -366,7 +368,14 @@ func dropMembers(out []byte, orig int, sum [32]byte) ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	if buf.Len() > MaxHookSend {
-		return nil, ErrTooLarge
+		// What is kept is too large: name its largest member.
+		big := ""
+		for k, v := range top {
+			if keptMembers[k] && k != CutMember && (big == "" || len(v) > len(top[big]) || len(v) == len(top[big]) && k < big) {
+				big = k
+			}
+		}
+		return nil, fmt.Errorf("with each string cut to %d bytes and every member dropped but those naming the session, the event and the call and the call's input, still %d bytes, at most %d (%q alone is %d)", MaxHookString, buf.Len(), MaxHookSend, big, len(top[big]))
 	}
 	return buf.Bytes(), nil
 }
