@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -108,6 +110,11 @@ func recordHook(ctx context.Context, g *globals, name string, payload []byte, pr
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
+	}
+	if _, err := os.Stat(string(dd)); g.data != "" && errors.Is(err, fs.ErrNotExist) {
+		// Kept in the spool the Recorder makes, not lost: but a --data
+		// that names no data dir is most likely a typo.
+		defer fmt.Fprintf(g.stderr, "logbook: %s\n", hookfast.NewDataDirMessage(string(dd)))
 	}
 	r := hookrecord.Recorder{
 		Spool: dd.path("spool"), MaxPayload: maxHookPayload, Timeout: hookTimeout, Warn: g.stderr,

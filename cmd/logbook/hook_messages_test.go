@@ -106,3 +106,31 @@ func TestHook_MessagesRedacted(t *testing.T) {
 		}
 	})
 }
+
+// TestHook_DataDirTypo: a hook whose --data names a directory that does
+// not exist keeps the payload in a spool there (nothing lost, exit 0),
+// and says so, naming the directory, from logbook and logbook-hook;
+// once the directory is there it says nothing.
+func TestHook_DataDirTypo(t *testing.T) {
+	t.Parallel()
+	dir := installHookAs(t, "logbook-hook", "logbook")
+	for _, bin := range []string{"logbook", "logbook-hook"} {
+		t.Run(bin, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "typo")
+			args := []string{"--data", data, "claude"}
+			if bin == "logbook" {
+				args = append([]string{"hook"}, args...)
+			}
+			for i := range 2 {
+				_, errOut, code := runHook(t, t.TempDir(), filepath.Join(dir, bin), `{"session_id":"s1","hook_event_name":"Stop"}`, args...)
+				said := strings.Contains(errOut, "the data dir "+data+" did not exist") && strings.Contains(errOut, "is --data right?")
+				if code != 0 || said != (i == 0) {
+					t.Errorf("hook %d into %s: exit %d, stderr:\n%s", i+1, data, code, errOut)
+				}
+			}
+			if es, err := os.ReadDir(filepath.Join(data, "spool")); err != nil || len(es) < 2 {
+				t.Errorf("spool of %s: %d entries (%v), want both hooks kept", data, len(es), err)
+			}
+		})
+	}
+}

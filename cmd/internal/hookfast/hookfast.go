@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -212,10 +213,17 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 	if err != nil {
 		return handOver(args, payload, stderr, logbook, nil)
 	}
+	_, serr := os.Stat(dir)
+	madeDir := data != "" && errors.Is(serr, fs.ErrNotExist)
 	sp, err := hookspool.Open(filepath.Join(dir, "spool"))
 	if err != nil {
 		fmt.Fprintf(stderr, "logbook-hook: %v\n", err)
 		return 1
+	}
+	if madeDir {
+		// Kept, not lost: but a --data that names no data dir is most
+		// likely a typo, which no serve will ever drain.
+		fmt.Fprintf(stderr, "logbook-hook: %s\n", NewDataDirMessage(dir))
 	}
 	host, _ := os.Hostname()
 	agent, _ := hookspool.AgentProcess(os.Getpid(), host, hookspool.BootID())
@@ -250,6 +258,12 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 		fmt.Fprintf(stderr, "logbook hook: kept in spool: %v\n", err)
 	}
 	return 0
+}
+
+// NewDataDirMessage is what a hook says when its --data named a directory
+// that did not exist, which it made to keep the payload in its spool.
+func NewDataDirMessage(dir string) string {
+	return fmt.Sprintf("the data dir %s did not exist: the hook is kept in its spool there, for a serve on it (`logbook serve --data %s`) to take; is --data right?", dir, dir)
 }
 
 // HelpIsNoVerdict is why a gated hook asked for help (-h or --help)
