@@ -587,6 +587,8 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 			named += " in " + source(m.Path)
 		}
 		switch {
+		case m.Action == ActionReview && m.Why != "":
+			p.rq.Rule = "review: " + m.Why + " (" + named + ")"
 		case m.Action == ActionReview:
 			p.rq.Rule = "review: " + named
 		case m.Action == ActionAllow && req.Grant == "":

@@ -703,3 +703,32 @@ func TestGate_ReviewNamesItsRule(t *testing.T) {
 		t.Errorf("review.requested rule %q, want the review rule and its file", rule)
 	}
 }
+
+// A review a deny rule asks for (the command touches files the gate
+// cannot list, which the rule may match) says so: what the command does,
+// that the rule is a deny rule, and where it came from; not as if a
+// review rule had matched.
+func TestGate_ReviewByADenyRuleSaysWhy(t *testing.T) {
+	r := newRig(t, `allow = ["Bash(rm:*)"]
+deny = ["Edit(**/.env)"]`)
+	r.gate.Budget = 200 * time.Millisecond
+	r.hook("UserPromptSubmit", map[string]any{"prompt": "clean"})
+	in := `{"command":"rm -fr build"}`
+	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": json.RawMessage(in), "tool_use_id": "toolu_1"})
+	if _, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(in), ID: "toolu_1", Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := r.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: r.sess})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule string
+	for _, rec := range recs {
+		if rq, ok := rec.Envelope.Data.(events.ReviewRequested); ok && rq.ReviewID == "toolu_1" {
+			rule = rq.Rule
+		}
+	}
+	if !strings.HasPrefix(rule, "review: the command changes the files below ") || !strings.Contains(rule, "/build, which the gate does not list, and the deny rule Edit(**/.env) may match one of them (Edit(**/.env) in ") {
+		t.Errorf("review.requested rule %q, want why the deny rule asks", rule)
+	}
+}

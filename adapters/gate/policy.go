@@ -353,6 +353,12 @@ type Match struct {
 	// rule may match only a program known only when the command runs,
 	// and Through says which (for the deny's reason).
 	Through string
+	// Why, for a review the rule asks though it is not a review rule's
+	// match (a deny or review rule that may match what the command
+	// touches, which the gate cannot list), says so: what the command
+	// does and which of the rule's kinds ("deny rule Edit(**/.env)");
+	// "" otherwise.
+	Why string
 }
 
 // RequireCheck returns the first require_check pattern of pols that may

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"fmt"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -274,8 +275,8 @@ func (p *Policy) decideShell(c Call) Match {
 			return *maybe
 		}
 	}
-	if pt, ok := p.unknownFileRule(c, sc); ok {
-		return Match{Action: ActionReview, Pattern: pt.Source, Path: p.Path}
+	if pt, why, ok := p.unknownFileRule(c, sc); ok {
+		return Match{Action: ActionReview, Pattern: pt.Source, Path: p.Path, Why: why}
 	}
 	// A deny or review rule's command written anywhere in the line's
 	// words (an interpreter's code, a wrapper the gate does not know)
@@ -283,7 +284,8 @@ func (p *Policy) decideShell(c Call) Match {
 	for _, ps := range [][]Pattern{p.deny, p.review} {
 		for _, pt := range ps {
 			if ok, _ := path.Match(pt.Tool, c.Tool); ok && pt.HasArg && mentionsSpec(pt.Spec, sc) {
-				return Match{Action: ActionReview, Pattern: pt.Source, Path: p.Path}
+				return Match{Action: ActionReview, Pattern: pt.Source, Path: p.Path,
+					Why: fmt.Sprintf("the %s's command is written among the line's words, where code the gate does not read (an interpreter's, a wrapper's) may run it", p.kindOf(pt))}
 			}
 		}
 	}
@@ -302,9 +304,9 @@ func (p *Policy) decideShell(c Call) Match {
 //
 // The built-in rules are not these: the guards read such a target with
 // their own globs.
-func (p *Policy) unknownFileRule(c Call, sc *shell.Script) (Pattern, bool) {
+func (p *Policy) unknownFileRule(c Call, sc *shell.Script) (pt Pattern, why string, ok bool) {
 	if p.guard != nil {
-		return Pattern{}, false
+		return Pattern{}, "", false
 	}
 	for _, ps := range [][]Pattern{p.deny, p.review} {
 		for _, pt := range ps {
@@ -312,13 +314,43 @@ func (p *Policy) unknownFileRule(c Call, sc *shell.Script) (Pattern, bool) {
 				continue
 			}
 			for _, rd := range pt.fileRedirections(sc) {
-				if unknownTarget(rd.Target, c.Dir) || rd.Tree && treeMayHold(pt.Spec, rd.Target.Value, c.Dir) || placedByLine(sc, rd, c.Dir) {
-					return pt, true
+				verb := "changes"
+				if rd.Op == "<" {
+					verb = "reads"
 				}
+				switch {
+				case unknownTarget(rd.Target, c.Dir):
+					why = fmt.Sprintf("the command %s a file whose path is known only when it runs (%s), which the %s may match", verb, rd.Target.Reading, p.kindOf(pt))
+				case rd.Tree && treeMayHold(pt.Spec, rd.Target.Value, c.Dir):
+					where := rd.Target.Value
+					if !filepath.IsAbs(where) && c.Dir != "" {
+						where = filepath.Join(c.Dir, where)
+					}
+					if rd.RepoTop {
+						where = "the git work tree that holds " + where
+					}
+					why = fmt.Sprintf("the command %s the files below %s, which the gate does not list, and the %s may match one of them", verb, where, p.kindOf(pt))
+				case placedByLine(sc, rd, c.Dir):
+					why = fmt.Sprintf("the command %s %s, where another of its commands may place a link first, and the %s may match where that leads", verb, rd.Target.Value, p.kindOf(pt))
+				default:
+					continue
+				}
+				return pt, why, true
 			}
 		}
 	}
-	return Pattern{}, false
+	return Pattern{}, "", false
+}
+
+// kindOf names pt as the kind of rule of p it is: "deny rule P" or
+// "review rule P".
+func (p *Policy) kindOf(pt Pattern) string {
+	for _, d := range p.deny {
+		if d.Source == pt.Source {
+			return "deny rule " + pt.Source
+		}
+	}
+	return "review rule " + pt.Source
 }
 
 // fdPath reports whether redirection target v is /dev/fd/N, one of the
