@@ -197,7 +197,10 @@ func pick(pending []*request, flying map[string]int) (batch, rest []*request) {
 // may not append with a *RoleRefusedError, and not sent. If the
 // server refuses a merged batch (one member conflicts, was committed
 // before, …), nothing of it was stored, and each member is sent alone so
-// that only the offending one fails.
+// that only the offending one fails. (A single server's store that fails
+// a write part way through a commit, a full disk, leaves the batch's
+// first messages stored: serve holds appends before its disk is full,
+// Server.HoldAppends, so that the refusal is whole.)
 func (l *Log) commit(batch []*request) {
 	l.decisions.Add(uint64(len(batch)))
 	signRequests(batch)

@@ -25,10 +25,15 @@
 // its own) for all its messages. A Log therefore commits through one
 // goroutine that merges the decisions queued at the same moment, for
 // different aggregates, into one batch of at most events.MaxBatch
-// messages (group commit). A lone decision goes out at once; a lone
+// messages and MaxMergeBytes of bodies (group commit). A lone decision goes out at once; a lone
 // one-event decision as a plain publish with the same headers, which is
 // just as atomic and cheaper. If the server refuses a merged batch, each
 // member is retried alone so that only the offending decision fails.
+// A single server commits a batch message by message: a disk that fills
+// during the commit would cut it, so serve holds appends while the disk
+// under its store is below a reserve (Server.HoldAppends,
+// adapters/diskfull.Guard), and each batch is refused whole
+// (ErrAppendsHeld).
 // events.Executor is the reload-and-decide loop callers run on top.
 //
 // # Reading
