@@ -3,6 +3,7 @@ package diskfull
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -62,6 +63,11 @@ type Guard struct {
 	// is called at the first look and at each change. An error is said
 	// and the call made again at the next look.
 	Hold func(ctx context.Context, held bool) error
+
+	mu     sync.Mutex // one look at a time
+	held   bool       // what the last successful Hold set
+	known  bool       // a Hold succeeded
+	failed string     // the last failed Hold's error, said once
 }
 
 // watch looks at g.Dir's free space every GuardEvery until ctx is done,
@@ -70,35 +76,48 @@ type Guard struct {
 func (g *Guard) watch(ctx context.Context, p *Pause) {
 	t := time.NewTicker(GuardEvery)
 	defer t.Stop()
-	held, known := false, false
-	var failed error
 	for {
-		reserve, rerr := Reserve(g.Dir)
-		left, ferr := free(g.Dir)
-		if rerr == nil && ferr == nil {
-			want := left < reserve || held && left < reserve+reserve/4
-			if !known || want != held {
-				err := g.Hold(ctx, want)
-				switch {
-				case err == nil:
-					if want {
-						p.hold(g.Dir, fmt.Sprintf("%d bytes free, under the log's reserve of %d MiB: appends are held so that no atomic batch is cut by a full disk", left, reserve>>20))
-					} else if known {
-						p.unhold(g.Dir)
-					}
-					held, known, failed = want, true, nil
-				case ctx.Err() != nil:
-					return
-				case failed == nil || failed.Error() != err.Error():
-					p.logf("WARN: %v; trying again", err)
-					failed = err
-				}
-			}
-		}
+		g.look(ctx, p)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// First makes g's first look now, before Watch runs it: a stream left
+// held by a process that ended (killed while the disk was low) is let go
+// before the caller appends, rather than refusing its first appends.
+// Watch then goes on from what it found.
+func (g *Guard) First(ctx context.Context, p *Pause) { g.look(ctx, p) }
+
+// look is one look of g: it calls Hold when what it finds differs from
+// what it last set (or at the first), and says a failed call once.
+func (g *Guard) look(ctx context.Context, p *Pause) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	reserve, rerr := Reserve(g.Dir)
+	left, ferr := free(g.Dir)
+	if rerr != nil || ferr != nil {
+		return
+	}
+	want := left < reserve || g.held && left < reserve+reserve/4
+	if g.known && want == g.held {
+		return
+	}
+	err := g.Hold(ctx, want)
+	switch {
+	case err == nil:
+		if want {
+			p.hold(g.Dir, fmt.Sprintf("%d bytes free, under the log's reserve of %d MiB: appends are held so that no atomic batch is cut by a full disk", left, reserve>>20))
+		} else if g.known {
+			p.unhold(g.Dir)
+		}
+		g.held, g.known, g.failed = want, true, ""
+	case ctx.Err() != nil:
+	case g.failed != err.Error():
+		p.logf("WARN: %v; trying again", err)
+		g.failed = err.Error()
 	}
 }

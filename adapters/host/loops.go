@@ -66,6 +66,7 @@ func (l Loops) Add(ctx context.Context, grp *run.Group) (natslog.Identity, error
 		var g *diskfull.Guard
 		if l.Own && l.Hold != nil {
 			g = &diskfull.Guard{Dir: l.Dir.Path("jetstream"), Hold: l.Hold}
+			g.First(ctx, l.Pause) // before the spool and the projector go on
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -424,7 +425,11 @@ func (o *Opened) logDown(ctx context.Context) bool {
 // StartLocal starts the data dir's embedded server (its jetstream/) for
 // a command that holds lock, the data dir's; it closes lock when the
 // server does not start, with an error naming the data dir. The caller
-// connects in process with the server's Conn and shuts it down.
+// connects in process with the server's Conn and shuts it down. Until
+// then a diskfull.Guard holds the log's appends while the disk under
+// the store has less than its reserve free, as serve's does (an import
+// with no serve that fills the disk must not cut a batch): each append
+// is then refused whole with natslog.ErrAppendsHeld.
 func StartLocal(ctx context.Context, dd datadir.Dir, lock *os.File) (*natslog.Server, error) {
 	if err := dd.FollowerError(); err != nil {
 		lock.Close()
@@ -435,6 +440,17 @@ func StartLocal(ctx context.Context, dd datadir.Dir, lock *os.File) (*natslog.Se
 		lock.Close()
 		return nil, fmt.Errorf("open log in %s: %w", dd, err)
 	}
+	gctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-srv.Done()
+		cancel()
+	}()
+	// The appends' own errors say why they are refused: nothing to say
+	// beside them.
+	p := diskfull.NewPause(func(string, ...any) {})
+	g := &diskfull.Guard{Dir: dd.Path("jetstream"), Hold: srv.HoldAppends}
+	g.First(ctx, p)
+	go p.Watch(gctx, nil, g)
 	return srv, nil
 }
 

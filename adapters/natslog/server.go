@@ -433,6 +433,9 @@ func (s *Server) Durability() string { return s.cfg.Durability() }
 // Name returns the server name, derived from the absolute StoreDir.
 func (s *Server) Name() string { return s.ns.Name() }
 
+// Done is closed when Shutdown begins.
+func (s *Server) Done() <-chan struct{} { return s.quit }
+
 // Shutdown drains the in-process connection, then stops the server and
 // waits until it has flushed its state. Close every Log on Conn first.
 // It is idempotent; later calls return the first call's error.

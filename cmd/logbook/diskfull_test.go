@@ -460,15 +460,26 @@ func TestDiskFullImport(t *testing.T) {
 	}
 }
 
-// An import that fills the disk under the log itself: serve holds
-// appends before the disk is full, so that every atomic batch is stored
-// whole or refused whole (a single server commits a batch message by
-// message, and a disk that fills part way through a commit leaves it
-// cut), and the import says so; its summary counts what it appended,
-// which the next import, once space is freed, finds already in the log,
-// no more. Every line is in the log once, and every decision whole.
+// An import that fills the disk under the log itself, through serve or
+// with none running (its own server): appends are held before the disk
+// is full, so that every atomic batch is stored whole or refused whole (a
+// single server commits a batch message by message, and a disk that
+// fills part way through a commit leaves it cut), and the import says
+// so; its summary counts what it appended, which the next import, once
+// space is freed, finds already in the log, no more. Every line is in
+// the log once, and every decision whole: the sessions the import
+// stopped in decide today as they did (replay --rederive).
 func TestDiskFullImportFillsIt(t *testing.T) {
-	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
+	t.Parallel() // its own data dirs, processes and ports: beside the other slow tests
+	for _, serve := range []bool{true, false} {
+		t.Run(map[bool]string{true: "serve", false: "no serve"}[serve], func(t *testing.T) {
+			t.Parallel()
+			testImportFillsDisk(t, serve)
+		})
+	}
+}
+
+func testImportFillsDisk(t *testing.T, serve bool) {
 	root := t.TempDir()
 	data := filepath.Join(root, "data")
 	disk := filepath.Join(data, "jetstream")
@@ -495,7 +506,11 @@ func TestDiskFullImportFillsIt(t *testing.T) {
 		return nil
 	})
 	ctx := t.Context()
-	s.startServe(ctx)
+	if serve {
+		s.startServe(ctx)
+	} else if err := os.MkdirAll(disk, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	// Room for a part of the import: past the reserve, less than the
 	// transcripts' bytes (the log stores each line's observation and
 	// more).
@@ -524,7 +539,11 @@ func TestDiskFullImportFillsIt(t *testing.T) {
 	if err == nil {
 		t.Fatalf("an import of %d bytes of transcripts into %d bytes of room succeeded:\n%s", bytes, room, lastLineOf(first))
 	}
-	if !strings.Contains(first, "appends are held so that no atomic batch is cut") {
+	said := "appends are held so that no atomic batch is cut" // serve's pause
+	if !serve {
+		said = "appends held: the disk under the log's store has less free space than its reserve"
+	}
+	if !strings.Contains(first, said) {
 		t.Errorf("the import that filled the disk does not say appends are held:\n%s", tailString(first, 2000))
 	}
 	appended := summaryCount(t, first, `(\d+) lines? appended`)
@@ -544,6 +563,9 @@ func TestDiskFullImportFillsIt(t *testing.T) {
 		t.Errorf("the import after the disk was freed finds %d lines already in the log; the one that filled it said it appended %d:\n%s\n%s", already, appended, lastLineOf(first), lastLineOf(second))
 	}
 	// Each line once.
+	if !serve {
+		s.startServe(ctx) // to read the log through
+	}
 	lines := map[string]map[int]int{}
 	err = s.readLog(ctx, func(r events.Record) {
 		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
@@ -571,6 +593,20 @@ func TestDiskFullImportFillsIt(t *testing.T) {
 	t.Logf("%d lines, %d bytes of transcripts, %d bytes of room (reserve %d): %s; then %s", total, bytes, room, reserve, lastLineOf(first), lastLineOf(second))
 	if lost > 0 || doubled > 0 {
 		t.Errorf("lost %d, doubled %d of %d lines", lost, doubled, total)
+	}
+	// A decision cut by the disk leaves a line's observation without
+	// what it decided: decided again today, it differs.
+	stopped := map[string]bool{}
+	for _, m := range regexp.MustCompile(`append session/([0-9a-f-]+)`).FindAllStringSubmatch(first, -1) {
+		stopped[m[1]] = true
+	}
+	if len(stopped) == 0 {
+		t.Fatalf("the first import names no session it stopped in:\n%s", tailString(first, 2000))
+	}
+	for sid := range stopped {
+		if out, err := s.run(ctx, nil, "replay", "--rederive", "--session", sid); err != nil {
+			t.Errorf("replay --rederive --session %s: %v\n%s", sid, err, tailString(string(out), 2000))
+		}
 	}
 }
 
