@@ -216,7 +216,13 @@ func (s Summary) Line(kind string) string {
 		// imported in part, not not at all.
 		l += fmt.Sprintf(" and %d in part", s.inPart)
 	}
-	l += fmt.Sprintf(": %s appended, %d already in the log", plural(s.Appended, "line"), s.Skipped)
+	l += fmt.Sprintf(": %s appended", plural(s.Appended, "line"))
+	if s.Lost > 0 {
+		// The appends under way when the server went away lost their
+		// answers, not necessarily their lines.
+		l += " (perhaps more: the answers to appends under way were lost with the server)"
+	}
+	l += fmt.Sprintf(", %d already in the log", s.Skipped)
 	if n := len(s.Errors); n > 0 {
 		l += fmt.Sprintf("; %d stopped at an error", n)
 	}
@@ -239,10 +245,10 @@ func (s Summary) Err(noun, paused string) error {
 		why = "; serve says " + paused + ": free space there and import again"
 	}
 	if s.Lost == len(s.Errors) {
-		return fmt.Errorf("%s stopped early: the server went away (did `logbook serve` stop?); the lines before each error are imported, and importing again resumes where it stopped", plural(s.Lost, noun))
+		return fmt.Errorf("%s stopped early: the server went away (did `logbook serve` stop?); the lines before each error are imported, and so may be the ones whose append was under way (their answers were lost): importing again finds them and resumes after them", plural(s.Lost, noun))
 	}
 	if s.Lost > 0 {
-		why += fmt.Sprintf("; %d because the server went away (did `logbook serve` stop?)", s.Lost)
+		why += fmt.Sprintf("; %d because the server went away (did `logbook serve` stop?; the lines whose append was under way may be in the log)", s.Lost)
 	}
 	if s.Diverged > 0 {
 		why += fmt.Sprintf("; %d changed under Logbook (import with --as-new to record them as new histories)", s.Diverged)

@@ -44,7 +44,7 @@ func TestImport_ServeDies(t *testing.T) {
 	if ch.err == nil {
 		t.Fatalf("import finished before serve was killed (grow the transcripts):\n%s", got)
 	}
-	if strings.Contains(got, "must be fixed first") || !strings.Contains(got, "server went away") || !strings.Contains(got, "resumes where it stopped") {
+	if strings.Contains(got, "must be fixed first") || !strings.Contains(got, "server went away") || !strings.Contains(got, "importing again finds them and resumes after them") {
 		t.Errorf("import whose serve died does not say so:\n%s", got)
 	}
 	s.startServe(ctx)
