@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,6 +131,25 @@ func TestHook_DataDirTypo(t *testing.T) {
 			}
 			if es, err := os.ReadDir(filepath.Join(data, "spool")); err != nil || len(es) < 2 {
 				t.Errorf("spool of %s: %d entries (%v), want both hooks kept", data, len(es), err)
+			}
+			// An empty --data (a variable unset in the hook's command) is
+			// refused, not taken for the default data dir.
+			args = []string{"--data", "", "claude"}
+			if bin == "logbook" {
+				args = append([]string{"hook"}, args...)
+			}
+			home := t.TempDir()
+			c := exec.Command(filepath.Join(dir, bin), args...)
+			c.Env = []string{"PATH=" + t.TempDir(), "HOME=" + home}
+			_, errOut, code, err := runCmd(c, `{"session_id":"s1","hook_event_name":"Stop"}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code == 0 || !strings.Contains(errOut, "--data is given empty") {
+				t.Errorf("--data \"\": exit %d, stderr:\n%s", code, errOut)
+			}
+			if _, err := os.Stat(filepath.Join(home, ".local")); !os.IsNotExist(err) {
+				t.Errorf("--data \"\" made something under HOME: %v", err)
 			}
 		})
 	}

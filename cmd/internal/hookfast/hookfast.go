@@ -384,6 +384,9 @@ func parseArgs(args []string) (data, sock string, ok bool) {
 				val = args[i+1]
 				i++
 			}
+			if val == "" {
+				return "", "", false // logbook refuses it, naming the flag
+			}
 			if name == "--data" {
 				data = val
 			} else {
