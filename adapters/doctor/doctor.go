@@ -74,6 +74,9 @@ type Env struct {
 	Server Server
 	// Witness, if set, is the witness's check; false: none to show.
 	Witness func() (Check, bool)
+	// Policy, if set, is the check of the data dir's policy.toml (the
+	// gate's rules); false: none to show (no such file).
+	Policy func() (Check, bool)
 	// Message returns an error's message as a person reads it; nil:
 	// err.Error().
 	Message func(error) string
@@ -132,6 +135,11 @@ func Run(ctx context.Context, env Env) []Check {
 	}
 	if env.Witness != nil {
 		if c, ok := env.Witness(); ok {
+			out = append(out, c)
+		}
+	}
+	if env.Policy != nil {
+		if c, ok := env.Policy(); ok {
 			out = append(out, c)
 		}
 	}

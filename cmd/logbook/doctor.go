@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/doctor"
+	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/term"
 )
@@ -93,6 +97,7 @@ func doctorEnv(g *globals, bwrap string) doctor.Env {
 	allow, err := sandboxAllow(nil)
 	env.SandboxAllow, env.SandboxAllowErr = allowStrings(allow), err
 	env.Witness = func() (doctor.Check, bool) { return checkWitness(dd) }
+	env.Policy = func() (doctor.Check, bool) { return doctorPolicy(dd) }
 	env.Server = doctor.Server{
 		Status:      func(ctx context.Context) (api.StatusReply, error) { return host.ServeStatus(ctx, dd.dir(), g.reach()) },
 		Unavailable: host.UnavailableText,
@@ -110,6 +115,28 @@ func doctorEnv(g *globals, bwrap string) doctor.Env {
 		},
 	}
 	return env
+}
+
+// doctorPolicy is doctor's check of the data dir's policy.toml: ok when
+// it parses, fail naming the fault when not (serve refuses to start on
+// it; a running serve keeps the last version that parsed); none when
+// there is no such file.
+func doctorPolicy(dd dataDir) (doctor.Check, bool) {
+	p := dd.path(gate.PolicyFile)
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return doctor.Check{}, false
+	}
+	c := doctor.Check{Name: "policy", Status: doctor.OK, Detail: p + " parses"}
+	var fault error
+	bad, err := gate.CheckFiles([]string{p}, true, func(string) {}, func(err error) { fault = err })
+	if err != nil {
+		fault = err
+	}
+	if fault != nil || bad > 0 {
+		c.Status, c.Detail = doctor.Fail, userMessage(fault)
+		c.Fix = "fix it (`logbook policy check` names the line and column): serve does not start on it, and a running serve keeps the last version that parsed"
+	}
+	return c, true
 }
 
 // doctorConn is a backend as doctor's server check reads it.
