@@ -618,7 +618,7 @@ func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p 
 	case p.early != nil:
 		return *p.early, nil
 	case p.wait:
-		return g.await(ctx, agg, p.rq.ReviewID, budget, req.BudgetMS, req.limit)
+		return g.await(ctx, agg, p.rq.ReviewID, budget, req.BudgetMS, req.limit, "")
 	}
 	id := p.rq.ReviewID
 	if r, ok := st.DecidedReview(id); ok {
@@ -629,7 +629,7 @@ func (g *Gate) finish(ctx context.Context, agg events.Aggregate, req Request, p 
 			return Verdict{}, err
 		}
 	}
-	return g.await(ctx, agg, id, budget, req.BudgetMS, req.limit)
+	return g.await(ctx, agg, id, budget, req.BudgetMS, req.limit, p.rq.Rule)
 }
 
 func (g *Gate) runReviewer(ctx context.Context, agg events.Aggregate, id string, req Request, rq events.ReviewRequested, st session.State, budget time.Duration) error {
@@ -672,8 +672,9 @@ func (g *Gate) answer(ctx context.Context, agg events.Aggregate, id string, a re
 // was requested, then decides it timed_out (unless someone answered
 // first) and returns the verdict recorded. askedMS is the budget the
 // request asked for (Request.BudgetMS): when the gate's own was shorter,
-// the timed_out reason says so.
-func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budget time.Duration, askedMS int64, limit string) (Verdict, error) {
+// the timed_out reason says so, and why the call was reviewed (rule, the
+// review's ReviewRequested.Rule; "" when not known here).
+func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budget time.Duration, askedMS int64, limit, rule string) (Verdict, error) {
 	poll := g.Poll
 	if poll <= 0 {
 		poll = 20 * time.Millisecond
@@ -703,6 +704,10 @@ func (g *Gate) await(ctx context.Context, agg events.Aggregate, id string, budge
 				a.Reason += fmt.Sprintf(" (%s, %s)", limit, MaxWait)
 			case asked > budget:
 				a.Reason += fmt.Sprintf(" (the server's review budget, --review-budget; the hook asked for %s)", asked)
+			}
+			if rule != "" {
+				// Why it was asked: the agent reads the reason only.
+				a.Reason += " on " + rule
 			}
 			if err := g.answer(ctx, agg, id, a, "", ulid.Make().String()); err != nil {
 				return Verdict{}, err

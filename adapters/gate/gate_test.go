@@ -715,8 +715,14 @@ deny = ["Edit(**/.env)"]`)
 	r.hook("UserPromptSubmit", map[string]any{"prompt": "clean"})
 	in := `{"command":"rm -fr build"}`
 	ref := r.hook("PreToolUse", map[string]any{"tool_name": "Bash", "tool_input": json.RawMessage(in), "tool_use_id": "toolu_1"})
-	if _, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(in), ID: "toolu_1", Ref: ref}); err != nil {
+	v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(in), ID: "toolu_1", Ref: ref})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Timed out: the agent, which reads the reason only, is told why
+	// the call was reviewed.
+	if !strings.HasPrefix(v.Reason, "no verdict within 200ms on review: the command changes the files below ") {
+		t.Errorf("timed-out verdict's reason %q, want why it was reviewed", v.Reason)
 	}
 	recs, _, err := r.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: r.sess})
 	if err != nil {
