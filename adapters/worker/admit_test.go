@@ -387,7 +387,8 @@ func TestAdmit_HiddenCheckOfAnotherWorkspace(t *testing.T) {
 	w := &Worker{cfg: Config{Hidden: []string{filepath.Join(dir, "data")}}}
 	st := command.State{ID: "c1", Session: "s1", Workspace: ws, Mode: events.ModeReadOnly, RequestedBy: "claude-code"}
 	pre := &sessionRead{id: "s1", st: session.State{ID: "s1", Ver: 3, Mode: events.ModeFullAccess}}
-	for _, hc := range []*hiddenCheck{nil, {ws: filepath.Join(dir, "elsewhere")}, w.checkHidden(ws)} {
+	hide, keep := w.hidden()
+	for _, hc := range []*hiddenCheck{nil, {ws: filepath.Join(dir, "elsewhere")}, checkHidden(ws, resolveHidden(hide), keep)} {
 		why, err := w.admit(t.Context(), st, pre, hc)
 		if err != nil || !strings.Contains(why, "lies in "+filepath.Join(dir, "data")) {
 			t.Errorf("admit with the check %+v = %q, %v; want refused as lying in the data dir", hc, why, err)

@@ -135,10 +135,44 @@ func AccountHomes(passwd string) []string {
 // they resolve (else cleaned). The error names ws and the path it lies
 // in.
 func CheckHidden(ws string, hide, keep []string) error {
-	// The paths share most of their directories (the home, its
-	// .config): each is looked at once a call, not once a path, and a
-	// directory most of them lie in is read once rather than each of its
-	// names looked up (List).
+	return resolveHidden(hide).check(ws, keep)
+}
+
+// hiddenReals are hidden paths as CheckHidden compares a workspace with
+// them: resolved where they resolve, else cleaned, and the other places
+// a bind mount shows one that resolves at.
+type hiddenReals struct {
+	paths   []string
+	aliases []string
+}
+
+// resolveHidden resolves hide (HiddenPaths) as they are now. The paths
+// share most of their directories (the home, its .config): each is
+// looked at once a call, not once a path, and a directory most of them
+// lie in is read once rather than each of its names looked up (List).
+func resolveHidden(hide []string) hiddenReals {
+	var rs sandbox.Resolver
+	rs.List(hide)
+	var h hiddenReals
+	var reals []string
+	for _, p := range hide {
+		if p == "" {
+			continue
+		}
+		r, err := rs.EvalSymlinks(p)
+		if err != nil {
+			r = filepath.Clean(p)
+		} else {
+			reals = append(reals, r)
+		}
+		h.paths = append(h.paths, r)
+	}
+	h.aliases = sandbox.MountAliases(reals)
+	return h
+}
+
+// check is CheckHidden of workspace ws against h, with keep.
+func (h hiddenReals) check(ws string, keep []string) error {
 	var rs sandbox.Resolver
 	ws = resolvedBy(&rs, ws)
 	for _, k := range keep {
@@ -146,25 +180,13 @@ func CheckHidden(ws string, hide, keep []string) error {
 			return nil
 		}
 	}
-	rs.List(hide)
-	var reals []string
-	for _, h := range hide {
-		if h == "" {
-			continue
-		}
-		r, err := rs.EvalSymlinks(h)
-		if err != nil {
-			r = filepath.Clean(h)
-		}
+	for _, r := range h.paths {
 		if within(ws, r) {
 			return fmt.Errorf("workspace %s lies in %s (the data dir or a credential directory), which no command may work on in any mode", ws, r)
 		}
-		if err == nil {
-			reals = append(reals, r)
-		}
 	}
 	// A bind mount shows a hidden path at another place too.
-	for _, a := range sandbox.MountAliases(reals) {
+	for _, a := range h.aliases {
 		if within(ws, a) {
 			return fmt.Errorf("workspace %s lies in %s, a mount of the data dir or a credential directory, which no command may work on in any mode", ws, a)
 		}

@@ -192,16 +192,27 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 		err    error
 		hidden *hiddenCheck
 	}
+	// The workspace's check against the hidden paths, the dearest part
+	// of admission where a host has many accounts, is made while the
+	// claim is under way, the paths resolved while the command is read;
+	// admission takes it only for the workspace it then resolves to
+	// (admit).
+	type hiddenNow struct {
+		reals hiddenReals
+		keep  []string
+	}
+	hn := make(chan hiddenNow, 1)
+	go func() {
+		hide, keep := w.hidden()
+		hn <- hiddenNow{resolveHidden(hide), keep}
+	}()
 	rc := make(chan read, 1)
 	go func() {
 		st, last, err := w.loadAt(ctx, id)
-		// The workspace's check against the hidden paths, the dearest
-		// part of admission where a host has many accounts, is made
-		// while the claim is under way; admission takes it only for the
-		// workspace it then resolves to (admit).
+		h := <-hn
 		var hc *hiddenCheck
 		if err == nil && st.Status == command.StatusRequested && filepath.IsAbs(st.Workspace) {
-			hc = w.checkHidden(filepath.Clean(st.Workspace))
+			hc = checkHidden(filepath.Clean(st.Workspace), h.reals, h.keep)
 		}
 		rc <- read{st, last, err, hc}
 	}()
@@ -455,15 +466,14 @@ type hiddenCheck struct {
 	err error
 }
 
-// checkHidden checks workspace ws (absolute, clean) against the hidden
-// paths as they are now, its symbolic links resolved as admission
-// resolves them.
-func (w *Worker) checkHidden(ws string) *hiddenCheck {
+// checkHidden checks workspace ws (absolute, clean), its symbolic links
+// resolved as admission resolves them, against the hidden paths
+// resolved as h, with keep.
+func checkHidden(ws string, h hiddenReals, keep []string) *hiddenCheck {
 	if r, err := filepath.EvalSymlinks(ws); err == nil {
 		ws = r
 	}
-	hide, keep := w.hidden()
-	return &hiddenCheck{ws: ws, err: CheckHidden(ws, hide, keep)}
+	return &hiddenCheck{ws: ws, err: h.check(ws, keep)}
 }
 
 func (w *Worker) hidden() (hide, keep []string) {
