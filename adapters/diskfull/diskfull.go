@@ -14,9 +14,10 @@
 //     takes a probe write, then Pebble's write is made again.
 //   - A hook that can neither reach the journal nor the spool is not
 //     acknowledged: the agent sees the error.
-//   - Before the disk under the log's store is full, a Guard holds the
-//     log's appends (below a reserve of free space), so that no atomic
-//     batch is cut by a disk that fills during its commit.
+//   - Before the disk under the log's store is full, below a reserve of
+//     free space, the log's writers on the host start no commit (Room),
+//     so that no atomic batch is cut by a disk that fills during its
+//     commit; a Guard says so, as a pause.
 //
 // A Pause is what serve tells of it: doctor (the disk verb) and
 // /metrics show "appends paused: disk full since <time>".

@@ -23,7 +23,7 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	const size = 32 << 20
+	const size = 128 << 20
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		t.Skipf("mount tmpfs: %v", err)
 	}
@@ -77,7 +77,7 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	filler := filepath.Join(dir, "filler")
 	fill(t, filler, size-reserve+reserve/2)
 	waitCalls(false, true)
-	if s := p.String(); !strings.Contains(s, "under the log's reserve of 4 MiB") {
+	if s := p.String(); !strings.Contains(s, "under the log's reserve of 16 MiB") {
 		t.Errorf("pause while held: %q", s)
 	}
 	if line := <-said; !strings.HasPrefix(line, "WARN: appends paused") {

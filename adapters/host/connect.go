@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 )
@@ -64,6 +65,7 @@ func Connect(ctx context.Context, c Conn) (Connected, error) {
 		if out.Config, err = c.Dir.AttestConfig(out.Config); err != nil {
 			return out, err
 		}
+		out.Config.Room = diskfull.Room(c.Dir.Path("jetstream"))
 		srv, err := StartRoles(ctx, c.Dir, c.Fsync, c.Listen, c.Admin, out.Config, SayHealed(c.Say))
 		if err != nil {
 			return out, err

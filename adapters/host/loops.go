@@ -32,11 +32,7 @@ type Loops struct {
 	// spooled hooks (they wait in its spool for a writer).
 	Reader bool
 	// Pause is what serve knows of a full disk; the watch closes it.
-	Pause *diskfull.Pause
-	// Hold holds the appends of the data dir's own server (Own) while
-	// its store's disk is under its reserve (diskfull.Guard); nil: none
-	// held (a cluster's stream, whose commits are one proposal each).
-	Hold    func(ctx context.Context, held bool) error
+	Pause   *diskfull.Pause
 	Log     *natslog.Log
 	Health  *LogHealth
 	Service *api.Service // its Runner, Spool and DrainSpool
@@ -64,9 +60,11 @@ func (l Loops) Add(ctx context.Context, grp *run.Group) (natslog.Identity, error
 			dirs = append(dirs, l.Dir.Path("jetstream"))
 		}
 		var g *diskfull.Guard
-		if l.Own && l.Hold != nil {
-			g = &diskfull.Guard{Dir: l.Dir.Path("jetstream"), Hold: l.Hold}
-			g.First(ctx, l.Pause) // before the spool and the projector go on
+		if l.Own {
+			// Its writers start no commit under the reserve
+			// (diskfull.Room); the guard says so, as a pause.
+			g = &diskfull.Guard{Dir: l.Dir.Path("jetstream")}
+			g.First(ctx, l.Pause)
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		grp.Add(func() error {

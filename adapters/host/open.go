@@ -274,6 +274,11 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 		return nil, err
 	}
 	cfg := at.Config
+	if cl.Own {
+		// The data dir's own server, on this host: no commit starts that
+		// its disk could cut (diskfull.Room).
+		cfg.Room = diskfull.Room(dd.Path("jetstream"))
+	}
 	var l *natslog.Log
 	if o.Remote && c.StaleOK {
 		// The cluster may lose its quorum while the stream is opened:
@@ -425,11 +430,7 @@ func (o *Opened) logDown(ctx context.Context) bool {
 // StartLocal starts the data dir's embedded server (its jetstream/) for
 // a command that holds lock, the data dir's; it closes lock when the
 // server does not start, with an error naming the data dir. The caller
-// connects in process with the server's Conn and shuts it down. Until
-// then a diskfull.Guard holds the log's appends while the disk under
-// the store has less than its reserve free, as serve's does (an import
-// with no serve that fills the disk must not cut a batch): each append
-// is then refused whole with natslog.ErrAppendsHeld.
+// connects in process with the server's Conn and shuts it down.
 func StartLocal(ctx context.Context, dd datadir.Dir, lock *os.File) (*natslog.Server, error) {
 	if err := dd.FollowerError(); err != nil {
 		lock.Close()
@@ -440,17 +441,6 @@ func StartLocal(ctx context.Context, dd datadir.Dir, lock *os.File) (*natslog.Se
 		lock.Close()
 		return nil, fmt.Errorf("open log in %s: %w", dd, err)
 	}
-	gctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-srv.Done()
-		cancel()
-	}()
-	// The appends' own errors say why they are refused: nothing to say
-	// beside them.
-	p := diskfull.NewPause(func(string, ...any) {})
-	g := &diskfull.Guard{Dir: dd.Path("jetstream"), Hold: srv.HoldAppends}
-	g.First(ctx, p)
-	go p.Watch(gctx, nil, g)
 	return srv, nil
 }
 

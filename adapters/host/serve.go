@@ -535,11 +535,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		<-ctx.Done()
 		return nil
 	})
-	var hold func(context.Context, bool) error
-	if p.Server != nil {
-		hold = p.Server.HoldAppends
-	}
-	sid, err := Loops{Dir: dd, Own: p.Server != nil, Reader: cfg.Reader, Pause: p.Pause, Hold: hold, Log: p.Log, Health: health,
+	sid, err := Loops{Dir: dd, Own: p.Server != nil, Reader: cfg.Reader, Pause: p.Pause, Log: p.Log, Health: health,
 		Service: svc, NC: p.NC, Delivered: web.ObserveSpool, Say: say}.Add(ctx, &grp)
 	if err != nil {
 		return err

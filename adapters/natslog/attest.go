@@ -76,6 +76,9 @@ func (l *Log) AppendSigned(ctx context.Context, b events.Batch, s Signer) (event
 		o := <-r.done
 		return o.app, o.err
 	}
+	if err := l.roomRefusal(); err != nil {
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
+	}
 	o := l.commitOne(r)
 	return o.app, o.err
 }

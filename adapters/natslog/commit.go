@@ -199,13 +199,19 @@ func pick(pending []*request, flying map[string]int) (batch, rest []*request) {
 // before, …), nothing of it was stored, and each member is sent alone so
 // that only the offending one fails. (A single server's store that fails
 // a write part way through a commit, a full disk, leaves the batch's
-// first messages stored: serve holds appends before its disk is full,
-// Server.HoldAppends, so that the refusal is whole.)
+// first messages stored: no commit starts while the disk is under its
+// reserve, Config.Room.)
 func (l *Log) commit(batch []*request) {
 	l.decisions.Add(uint64(len(batch)))
 	signRequests(batch)
 	n := len(batch)
 	if batch = l.refuseKeys(batch); len(batch) == 0 {
+		return
+	}
+	if err := l.roomRefusal(); err != nil {
+		for _, r := range batch {
+			r.answer(outcome{err: fmt.Errorf("append %s: %w", r.agg, err)})
+		}
 		return
 	}
 	if len(batch) < n {
@@ -433,8 +439,6 @@ func (l *Log) outcome(r *request, ack *jetstreamext.BatchAck, err error) outcome
 			return outcome{app: app}
 		}
 		return outcome{err: fmt.Errorf("append %s expect %d: %w: an event id of the batch is committed already but the batch is not there: %w", r.agg, r.expect, events.ErrConflict, err)}
-	case heldError(apiErr):
-		return outcome{err: fmt.Errorf("append %s: %w", r.agg, ErrAppendsHeld)}
 	default:
 		return outcome{err: fmt.Errorf("append %s: %w", r.agg, err)}
 	}

@@ -30,10 +30,9 @@
 // just as atomic and cheaper. If the server refuses a merged batch, each
 // member is retried alone so that only the offending decision fails.
 // A single server commits a batch message by message: a disk that fills
-// during the commit would cut it, so serve holds appends while the disk
-// under its store is below a reserve (Server.HoldAppends,
-// adapters/diskfull.Guard), and each batch is refused whole
-// (ErrAppendsHeld).
+// during the commit would cut it, so a Log on the store's host starts no
+// commit while the disk there is below a reserve (Config.Room,
+// adapters/diskfull.Room): each is refused whole (ErrAppendsHeld).
 // events.Executor is the reload-and-decide loop callers run on top.
 //
 // # Reading

@@ -355,6 +355,9 @@ func (l *Log) appendDirect(ctx context.Context, b events.Batch) (events.Appended
 		o := <-r.done
 		return o.app, o.err
 	}
+	if err := l.roomRefusal(); err != nil {
+		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
+	}
 	o := l.commitOne(r)
 	return o.app, o.err
 }

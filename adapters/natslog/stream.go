@@ -66,6 +66,15 @@ type Config struct {
 	// but for one that does not decode stored after a signing.began,
 	// which it quarantines as a Verifier does (attestation.Undecodable).
 	Verifier *attestation.Verifier
+	// Room, when set, is asked before each commit is sent: nil when the
+	// disk under the log's store has room for it, else why not (its free
+	// space is under the reserve serve keeps, adapters/diskfull.Room).
+	// The commit's decisions are then refused whole, each with
+	// ErrAppendsHeld and that reason, and nothing is sent: a writer on the
+	// store's host never starts a commit the disk could cut, however late
+	// serve's look at the disk comes on a loaded machine. It must be safe
+	// for concurrent use and quick (a statfs).
+	Room func() error
 	// OnQuarantine, if set, is called once for each distinct event a
 	// read of this Log quarantines (Log.Quarantined), after it is
 	// recorded, on the reading goroutine: it must return soon. serve

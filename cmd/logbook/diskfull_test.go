@@ -605,7 +605,8 @@ func testImportFillsDisk(t *testing.T, serve bool) {
 	}
 	for sid := range stopped {
 		if out, err := s.run(ctx, nil, "replay", "--rederive", "--session", sid); err != nil {
-			t.Errorf("replay --rederive --session %s: %v\n%s", sid, err, tailString(string(out), 2000))
+			audit, _ := s.run(ctx, nil, "audit", sid)
+			t.Errorf("replay --rederive --session %s: %v\n%s\naudit:\n%s", sid, err, tailString(string(out), 2000), tailString(string(audit), 3000))
 		}
 	}
 }
@@ -670,7 +671,7 @@ func TestDiskFullServeStart(t *testing.T) {
 	root := t.TempDir()
 	data := filepath.Join(root, "data")
 	disk := filepath.Join(data, "jetstream")
-	mountTmpfs(t, disk, 16<<20)
+	mountTmpfs(t, disk, 32<<20) // past the log's reserve (diskfull.MinReserve) once freed
 	s := &soak{t: t, bin: soakBuild(t), data: data, dir: filepath.Join(root, "projects")}
 	t.Cleanup(s.procs.killAll)
 	for _, made := range []bool{false, true} {
