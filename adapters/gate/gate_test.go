@@ -689,16 +689,7 @@ func TestGate_ReviewNamesItsRule(t *testing.T) {
 	if _, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"git push"}`), ID: "toolu_1", Ref: ref}); err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err := r.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: r.sess})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rule string
-	for _, rec := range recs {
-		if rq, ok := rec.Envelope.Data.(events.ReviewRequested); ok && rq.ReviewID == "toolu_1" {
-			rule = rq.Rule
-		}
-	}
+	rule := r.reviewRule(t, "toolu_1")
 	if !strings.HasPrefix(rule, "review: Bash(git push:*) in ") || !strings.HasSuffix(rule, PolicyFile) {
 		t.Errorf("review.requested rule %q, want the review rule and its file", rule)
 	}
@@ -724,17 +715,25 @@ deny = ["Edit(**/.env)"]`)
 	if !strings.HasPrefix(v.Reason, "no verdict within 200ms on review: the command changes the files below ") {
 		t.Errorf("timed-out verdict's reason %q, want why it was reviewed", v.Reason)
 	}
+	rule := r.reviewRule(t, "toolu_1")
+	if !strings.HasPrefix(rule, "review: the command changes the files below ") || !strings.Contains(rule, "/build, which the gate does not list, and the deny rule Edit(**/.env) may match one of them (Edit(**/.env) in ") {
+		t.Errorf("review.requested rule %q, want why the deny rule asks", rule)
+	}
+}
+
+// reviewRule returns the rule of the review.requested of review id in
+// the rig's session ("" when there is none).
+func (r *rig) reviewRule(t *testing.T, id string) string {
+	t.Helper()
 	recs, _, err := r.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: r.sess})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rule string
+	rule := ""
 	for _, rec := range recs {
-		if rq, ok := rec.Envelope.Data.(events.ReviewRequested); ok && rq.ReviewID == "toolu_1" {
+		if rq, ok := rec.Envelope.Data.(events.ReviewRequested); ok && rq.ReviewID == id {
 			rule = rq.Rule
 		}
 	}
-	if !strings.HasPrefix(rule, "review: the command changes the files below ") || !strings.Contains(rule, "/build, which the gate does not list, and the deny rule Edit(**/.env) may match one of them (Edit(**/.env) in ") {
-		t.Errorf("review.requested rule %q, want why the deny rule asks", rule)
-	}
+	return rule
 }

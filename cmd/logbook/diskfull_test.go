@@ -430,30 +430,7 @@ func TestDiskFullImport(t *testing.T) {
 		_, err := s.run(ctx, nil, "import", "claude", s.dir)
 		return err == nil
 	})
-	lines := map[string]map[int]int{}
-	err = s.readLog(ctx, func(r events.Record) {
-		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
-			if lines[r.Agg.ID] == nil {
-				lines[r.Agg.ID] = map[int]int{}
-			}
-			lines[r.Agg.ID][o.Line]++
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total, lost, doubled int
-	for _, tr := range ts {
-		total += tr.Lines
-		for n := 1; n <= tr.Lines; n++ {
-			switch c := lines[tr.Aggregate()][n]; {
-			case c == 0:
-				lost++
-			case c > 1:
-				doubled += c - 1
-			}
-		}
-	}
+	total, lost, doubled := s.linesOnce(ctx, ts)
 	t.Logf("import on a full JetStream store: %s; after the disk was freed: lines %d, lost %d, doubled %d", lastLineOf(fullOut), total, lost, doubled)
 	if lost > 0 || doubled > 0 {
 		t.Errorf("lost %d, doubled %d", lost, doubled)
@@ -566,30 +543,7 @@ func testImportFillsDisk(t *testing.T, serve bool) {
 	if !serve {
 		s.startServe(ctx) // to read the log through
 	}
-	lines := map[string]map[int]int{}
-	err = s.readLog(ctx, func(r events.Record) {
-		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
-			if lines[r.Agg.ID] == nil {
-				lines[r.Agg.ID] = map[int]int{}
-			}
-			lines[r.Agg.ID][o.Line]++
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total, lost, doubled int
-	for _, tr := range ts {
-		total += tr.Lines
-		for n := 1; n <= tr.Lines; n++ {
-			switch c := lines[tr.Aggregate()][n]; {
-			case c == 0:
-				lost++
-			case c > 1:
-				doubled += c - 1
-			}
-		}
-	}
+	total, lost, doubled := s.linesOnce(ctx, ts)
 	t.Logf("%d lines, %d bytes of transcripts, %d bytes of room (reserve %d): %s; then %s", total, bytes, room, reserve, lastLineOf(first), lastLineOf(second))
 	if lost > 0 || doubled > 0 {
 		t.Errorf("lost %d, doubled %d of %d lines", lost, doubled, total)
@@ -609,6 +563,36 @@ func testImportFillsDisk(t *testing.T, serve bool) {
 			t.Errorf("replay --rederive --session %s: %v\n%s\naudit:\n%s", sid, err, tailString(string(out), 2000), tailString(string(audit), 3000))
 		}
 	}
+}
+
+// linesOnce reads the log through the running serve and counts the
+// lines of ts's transcripts (their obs.claude.line events): all of them,
+// those the log lacks and those it holds more than once.
+func (s *soak) linesOnce(ctx context.Context, ts []*bench.SynthTranscript) (total, lost, doubled int) {
+	lines := map[string]map[int]int{}
+	err := s.readLog(ctx, func(r events.Record) {
+		if o, ok := events.Observed(r.Data); ok && r.Type == "obs.claude.line" {
+			if lines[r.Agg.ID] == nil {
+				lines[r.Agg.ID] = map[int]int{}
+			}
+			lines[r.Agg.ID][o.Line]++
+		}
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, tr := range ts {
+		total += tr.Lines
+		for n := 1; n <= tr.Lines; n++ {
+			switch c := lines[tr.Aggregate()][n]; {
+			case c == 0:
+				lost++
+			case c > 1:
+				doubled += c - 1
+			}
+		}
+	}
+	return total, lost, doubled
 }
 
 // summaryCount returns the number pattern's one group matches in an
