@@ -11,13 +11,11 @@ import (
 
 // Bounds of Reserve, in bytes.
 const (
-	// MinReserve is the least reserve, 16 MiB: room for the merged
-	// atomic batches a log has in flight (two of natslog.MaxMergeBytes
-	// each, each staged in a store of its own and then stored) four times
-	// over, for the blocks JetStream's stores grow by and the commits of
-	// the host's other writers that looked at the same moment (measured:
-	// with 4 MiB an import that filled a 64 MiB disk on a loaded 2-core
-	// machine still cut a batch, 1 run in 4).
+	// MinReserve is the least reserve, 16 MiB: room for the two merged
+	// atomic batches a log has in flight (natslog.MaxMergeBytes each,
+	// each staged in a store of its own and then stored). Measured: with
+	// 4 MiB (and batches of 1 MiB) an import that filled a 64 MiB disk on
+	// a loaded 2-core machine still cut a batch, 1 run in 4.
 	MinReserve = 16 << 20
 	// MaxReserve is the most, 64 MiB: on a large disk a sixteenth
 	// would keep gigabytes from use.

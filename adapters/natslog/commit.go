@@ -147,11 +147,11 @@ func (l *Log) gather(pending []*request) []*request {
 }
 
 // MaxMergeBytes bounds the bodies of the decisions group commit merges
-// into one atomic batch, in bytes (1 MiB): a decision larger goes out
+// into one atomic batch, in bytes (4 MiB): a decision larger goes out
 // alone. It bounds what a merged batch takes of the disk (staged, then
 // stored) and so the reserve of free space serve keeps for commits in
 // flight (adapters/diskfull.Guard).
-const MaxMergeBytes = 1 << 20
+const MaxMergeBytes = 4 << 20
 
 // pick splits pending, in arrival order, into the next batch and the
 // rest. A batch holds at most events.MaxBatch messages, bodies of at most
