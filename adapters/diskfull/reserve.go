@@ -74,26 +74,20 @@ func free(dir string) (int64, error) {
 // messages stored, the rest not, though the publisher is told it
 // failed. The log's writers on the host therefore start no commit under
 // the reserve (Room, natslog.Config.Room); the Guard says that they do
-// not, and calls Hold (when set) at each change. The reserve covers the
+// not. The reserve covers the
 // commits in flight; a disk filled at once by another program can still
 // cut a batch being committed at that moment.
 type Guard struct {
 	// Dir is the log's store (the embedded server's jetstream/).
 	Dir string
-	// Hold, if set, is told that appends are held (true) or go on
-	// (false): at the first look and at each change. An error is said
-	// and the call made again at the next look.
-	Hold func(ctx context.Context, held bool) error
 
-	mu     sync.Mutex // one look at a time
-	held   bool       // what the last successful Hold set
-	known  bool       // a Hold succeeded
-	failed string     // the last failed Hold's error, said once
+	mu    sync.Mutex // one look at a time
+	held  bool       // what the last look said
+	known bool       // a look said it
 }
 
 // watch looks at g.Dir's free space every GuardEvery until ctx is done,
-// holding appends (and pausing them, p.Set, so that serve says why) while
-// it is under the reserve, and calling again at a change.
+// pausing p (so that serve says why) while it is under the reserve.
 func (g *Guard) watch(ctx context.Context, p *Pause) {
 	t := time.NewTicker(GuardEvery)
 	defer t.Stop()
@@ -107,41 +101,29 @@ func (g *Guard) watch(ctx context.Context, p *Pause) {
 	}
 }
 
-// First makes g's first look now, before Watch runs it: a stream left
-// held by a process that ended (killed while the disk was low) is let go
-// before the caller appends, rather than refusing its first appends.
-// Watch then goes on from what it found.
+// First makes g's first look now, before Watch runs it, so that serve
+// says a disk under the reserve from its start. Watch then goes on from
+// what it found.
 func (g *Guard) First(ctx context.Context, p *Pause) { g.look(ctx, p) }
 
-// look is one look of g: it calls Hold when what it finds differs from
-// what it last set (or at the first), and says a failed call once.
+// look is one look of g: it pauses p, or ends g's pause, when what it
+// finds differs from what it last found (or at the first).
 func (g *Guard) look(ctx context.Context, p *Pause) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	reserve, rerr := Reserve(g.Dir)
 	left, ferr := free(g.Dir)
-	if rerr != nil || ferr != nil {
+	if rerr != nil || ferr != nil || ctx.Err() != nil {
 		return
 	}
 	want := left < reserve || g.held && left < reserve+reserve/4
 	if g.known && want == g.held {
 		return
 	}
-	var err error
-	if g.Hold != nil {
-		err = g.Hold(ctx, want)
+	if want {
+		p.hold(g.Dir, fmt.Sprintf("%d bytes free, under the log's reserve of %d MiB: appends are held so that no atomic batch is cut by a full disk", left, reserve>>20))
+	} else if g.known {
+		p.unhold(g.Dir)
 	}
-	switch {
-	case err == nil:
-		if want {
-			p.hold(g.Dir, fmt.Sprintf("%d bytes free, under the log's reserve of %d MiB: appends are held so that no atomic batch is cut by a full disk", left, reserve>>20))
-		} else if g.known {
-			p.unhold(g.Dir)
-		}
-		g.held, g.known, g.failed = want, true, ""
-	case ctx.Err() != nil:
-	case g.failed != err.Error():
-		p.logf("WARN: %v; trying again", err)
-		g.failed = err.Error()
-	}
+	g.held, g.known = want, true
 }

@@ -12,11 +12,10 @@ import (
 	"time"
 )
 
-// A Guard on a real file system (a tmpfs): appends are held, and the
-// writes paused with the reason, once another file leaves less than the
-// reserve free; let go, and the pause over, once it has a quarter more
-// again. The first look says what it finds (let go) even when nothing
-// changed: a hold left by a serve that was killed ends.
+// A Guard on a real file system (a tmpfs): the writes are paused, with
+// the reason, once another file leaves less than the reserve free, and
+// the pause is over once it has a quarter more again; nothing is said
+// while the reserve is free.
 func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a file system of a known size is a tmpfs mounted for the test: needs root")
@@ -33,41 +32,44 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 		t.Fatalf("Reserve of a %d MiB file system: %d (%v), want %d", size>>20, reserve, err, MinReserve)
 	}
 
+	// What the pause says, a line at each change: "p" paused, "r"
+	// resumed.
 	var mu sync.Mutex
-	var calls []bool
-	said := make(chan string, 16)
+	var said []string
 	p := NewPause(func(format string, args ...any) {
-		select {
-		case said <- fmt.Sprintf(format, args...):
-		default:
-		}
-	})
-	g := &Guard{Dir: dir, Hold: func(_ context.Context, held bool) error {
 		mu.Lock()
 		defer mu.Unlock()
-		calls = append(calls, held)
-		return nil
-	}}
+		switch line := fmt.Sprintf(format, args...); {
+		case strings.HasPrefix(line, "WARN: appends paused"):
+			said = append(said, "p")
+		case strings.HasPrefix(line, "appends resumed"):
+			said = append(said, "r")
+		default:
+			said = append(said, line)
+		}
+	})
+	g := &Guard{Dir: dir}
 	ctx, cancel := context.WithCancel(t.Context())
+	g.First(ctx, p)
 	done := make(chan struct{})
 	go func() { defer close(done); p.Watch(ctx, []string{dir}, g) }()
 	t.Cleanup(func() { cancel(); <-done; p.Close() })
 
-	waitCalls := func(want ...bool) {
+	waitSaid := func(want ...string) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			mu.Lock()
-			got := fmt.Sprint(calls)
+			got := fmt.Sprint(said)
 			mu.Unlock()
 			if got == fmt.Sprint(want) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("Hold calls %s, want %v", got, want)
+				t.Fatalf("the pause said %s, want %v", got, want)
 			}
 		}
 	}
-	waitCalls(false)
+	waitSaid()
 	if s := p.String(); s != "" {
 		t.Fatalf("paused with the reserve free: %s", s)
 	}
@@ -76,12 +78,9 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	// the disk is not full, the log's appends are held.
 	filler := filepath.Join(dir, "filler")
 	fill(t, filler, size-reserve+reserve/2)
-	waitCalls(false, true)
+	waitSaid("p")
 	if s := p.String(); !strings.Contains(s, "under the log's reserve of 16 MiB") {
 		t.Errorf("pause while held: %q", s)
-	}
-	if line := <-said; !strings.HasPrefix(line, "WARN: appends paused") {
-		t.Errorf("said: %q", line)
 	}
 	// Watch's own probe, which finds the disk taking writes, does not
 	// end the Guard's pause.
@@ -97,11 +96,11 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * GuardEvery)
-	waitCalls(false, true)
+	waitSaid("p")
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	waitCalls(false, true, false)
+	waitSaid("p", "r")
 	for deadline := time.Now().Add(5 * time.Second); p.String() != ""; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("still paused once let go: %s", p.String())
