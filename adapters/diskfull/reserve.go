@@ -3,6 +3,7 @@ package diskfull
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -39,22 +40,61 @@ func Reserve(dir string) (int64, error) {
 }
 
 // Room returns a natslog.Config.Room for a log whose store lies in dir:
-// nil while the file system there has its Reserve free, else an error
-// saying how much is free and the reserve. A writer on the store's host
-// asks it before each commit, so that no commit starts that the disk
-// could cut, whenever the Guard's look comes.
+// nil while the file system there has room, else an error saying how
+// much is free and the reserve. Room is held once less than the Reserve
+// is free, and let go once a quarter more than the Reserve is free
+// again; every Room and Guard of this process on the same dir share
+// that state, so that what serve says (the Guard's pause) is what its
+// writers do. A writer on the store's host asks it before each commit,
+// so that no commit starts that the disk could cut, whenever the
+// Guard's look comes.
 func Room(dir string) func() error {
+	r := reserveOf(dir)
 	return func() error {
-		reserve, err := Reserve(dir)
-		if err != nil {
+		held, left, reserve, err := r.look()
+		if err != nil || !held {
 			return nil // not known: the Guard and the store say what they find
 		}
-		left, err := free(dir)
-		if err != nil || left >= reserve {
-			return nil
+		if left < reserve {
+			return fmt.Errorf("%d bytes free under %s, under the log's reserve of %d MiB", left, dir, reserve>>20)
 		}
-		return fmt.Errorf("%d bytes free under %s, under the log's reserve of %d MiB", left, dir, reserve>>20)
+		return fmt.Errorf("%d bytes free under %s, held until a quarter more than the log's reserve of %d MiB is free", left, dir, reserve>>20)
 	}
+}
+
+// reserves holds the held state of each store directory this process
+// looks at, by its cleaned path.
+var reserves sync.Map // string → *reserve
+
+// reserve is the held state of the free space under one store directory.
+type reserve struct {
+	dir  string
+	mu   sync.Mutex
+	held bool
+}
+
+// reserveOf returns the shared state of dir.
+func reserveOf(dir string) *reserve {
+	dir = filepath.Clean(dir)
+	r, _ := reserves.LoadOrStore(dir, &reserve{dir: dir})
+	return r.(*reserve)
+}
+
+// look reads the free space under r's directory and the Reserve, and
+// returns whether the log's appends are held: less than the Reserve is
+// free, or they were held and less than a quarter more than it is free.
+// Errors are statfs(2)'s; they leave the state as it was.
+func (r *reserve) look() (held bool, left, reserve int64, err error) {
+	if reserve, err = Reserve(r.dir); err != nil {
+		return false, 0, 0, err
+	}
+	if left, err = free(r.dir); err != nil {
+		return false, 0, 0, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held = left < reserve || r.held && left < reserve+reserve/4
+	return r.held, left, reserve, nil
 }
 
 // free returns the bytes free to an unprivileged writer under dir.
@@ -68,7 +108,8 @@ func free(dir string) (int64, error) {
 
 // Guard tells, as a pause of serve's writes (Pause), when the disk
 // under a log's store has less than its Reserve free, and when it has a
-// quarter more than that again. A single NATS server commits an atomic
+// quarter more than that again: when the Room of its Dir is held, and
+// when it is let go. A single NATS server commits an atomic
 // batch message by message (nats-server v2.15, non-clustered), so a disk
 // that fills part way through a commit leaves the batch cut: its first
 // messages stored, the rest not, though the publisher is told it
@@ -82,7 +123,7 @@ type Guard struct {
 	Dir string
 
 	mu    sync.Mutex // one look at a time
-	held  bool       // what the last look said
+	held  bool       // what the last look said (the Room of g.Dir says the same)
 	known bool       // a look said it
 }
 
@@ -111,12 +152,10 @@ func (g *Guard) First(ctx context.Context, p *Pause) { g.look(ctx, p) }
 func (g *Guard) look(ctx context.Context, p *Pause) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	reserve, rerr := Reserve(g.Dir)
-	left, ferr := free(g.Dir)
-	if rerr != nil || ferr != nil || ctx.Err() != nil {
+	want, left, reserve, err := reserveOf(g.Dir).look()
+	if err != nil || ctx.Err() != nil {
 		return
 	}
-	want := left < reserve || g.held && left < reserve+reserve/4
 	if g.known && want == g.held {
 		return
 	}

@@ -15,7 +15,8 @@ import (
 // A Guard on a real file system (a tmpfs): the writes are paused, with
 // the reason, once another file leaves less than the reserve free, and
 // the pause is over once it has a quarter more again; nothing is said
-// while the reserve is free.
+// while the reserve is free. The writers' Room of the same directory
+// refuses commits exactly while the pause says so.
 func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a file system of a known size is a tmpfs mounted for the test: needs root")
@@ -73,6 +74,10 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	if s := p.String(); s != "" {
 		t.Fatalf("paused with the reserve free: %s", s)
 	}
+	room := Room(dir)
+	if err := room(); err != nil {
+		t.Fatalf("Room with the reserve free: %v", err)
+	}
 
 	// A file leaving less than the reserve free, but more than MinFree:
 	// the disk is not full, the log's appends are held.
@@ -81,6 +86,9 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	waitSaid("p")
 	if s := p.String(); !strings.Contains(s, "under the log's reserve of 16 MiB") {
 		t.Errorf("pause while held: %q", s)
+	}
+	if err := room(); err == nil || !strings.Contains(err.Error(), "under the log's reserve of 16 MiB") {
+		t.Errorf("Room while held: %v", err)
 	}
 	// Watch's own probe, which finds the disk taking writes, does not
 	// end the Guard's pause.
@@ -97,6 +105,9 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	}
 	time.Sleep(5 * GuardEvery)
 	waitSaid("p")
+	if err := room(); err == nil || !strings.Contains(err.Error(), "held until a quarter more than the log's reserve of 16 MiB is free") {
+		t.Errorf("Room while the pause says held, above the reserve: %v", err)
+	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +116,9 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("still paused once let go: %s", p.String())
 		}
+	}
+	if err := room(); err != nil {
+		t.Errorf("Room once let go: %v", err)
 	}
 }
 
