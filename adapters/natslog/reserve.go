@@ -6,9 +6,9 @@ import (
 )
 
 // ErrAppendsHeld reports an append refused whole, before anything of it
-// was sent, because the disk under the log's store has less free space
-// than its reserve (Config.Room). Appending again once space is freed is
-// safe.
+// was sent, because the disk under the log's store is short of its
+// reserve of free space (Config.Room: under it, or not yet far enough
+// above it again). Appending again once space is freed is safe.
 //
 // It exists because a single server commits an atomic batch message by
 // message (nats-server v2.15, non-clustered): a write the disk refuses
@@ -17,7 +17,7 @@ import (
 // start that the disk could cut. (Setting the stream's max_bytes from a
 // watcher does not do: a stream update that lands during a commit cuts
 // it the same way.)
-var ErrAppendsHeld = errors.New("natslog: appends held: the disk under the log's store has less free space than its reserve; appends go on once space is freed")
+var ErrAppendsHeld = errors.New("natslog: appends held: the disk under the log's store is short of its reserve of free space; appends go on once space is freed")
 
 // roomRefusal returns why the commit about to be sent must not be, with
 // ErrAppendsHeld (Config.Room), or nil.

@@ -518,7 +518,7 @@ func testImportFillsDisk(t *testing.T, serve bool) {
 	}
 	said := "appends are held so that no atomic batch is cut" // serve's pause
 	if !serve {
-		said = "appends held: the disk under the log's store has less free space than its reserve"
+		said = "appends held: the disk under the log's store is short of its reserve of free space"
 	}
 	if !strings.Contains(first, said) {
 		t.Errorf("the import that filled the disk does not say appends are held:\n%s", tailString(first, 2000))
