@@ -3,6 +3,7 @@ package setup
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,6 +153,18 @@ func undoSettings(rec SettingsRecord, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w; fix it, then run this again", rec.Path, err)
 	}
+	if rec.Created && len(missing) == 0 && emptyObject(out) {
+		// Setup made the file, and what is left once its entries are out
+		// is nothing (the file was rewritten since, say by the agent,
+		// without a key of its own): there was no file before setup.
+		if err := os.Remove(target); err != nil {
+			return fmt.Errorf("remove %s: %w", rec.Path, err)
+		}
+		removeBackups(backups)
+		say(w, "removed %s: setup created it, and nothing but setup's entries was in it", rec.Path)
+		removeMadeDirs(w, filepath.Dir(target), rec.CreatedDir)
+		return nil
+	}
 	if !bytes.Equal(out, cur) {
 		c := &settings.Change{Path: rec.Path, Target: target, Old: cur, New: out, Existed: true}
 		c.WriteDiff(w)
@@ -227,4 +240,11 @@ func removeMadeDirs(w io.Writer, dir, made string) {
 			return
 		}
 	}
+}
+
+// emptyObject reports whether b is JSON text of an object with no member
+// (whitespace around it allowed).
+func emptyObject(b []byte) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(b, &m) == nil && m != nil && len(m) == 0
 }
