@@ -119,8 +119,9 @@ const subagentIDPrefix = "agent-"
 // 2*least characters is shown whole. A subagent's session id counts its
 // characters after "agent-" (reducers/session: "agent-" and the agent's
 // own id, which Claude Code begins with "a"): "agent-a3" would name
-// every subagent whose id begins with "a3". The result is in the order
-// of ids.
+// every subagent whose id begins with "a3". A prefix is never cut just
+// after a '-': it goes on to the end of the part after it. The result
+// is in the order of ids.
 func ShortIDs(ids []string, least int) []string {
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
@@ -146,6 +147,16 @@ func ShortIDs(ids []string, least int) []string {
 		}
 		if len(id)-fixed <= 2*least {
 			n = len(id) // short enough to show whole
+		}
+		if n < len(id) && id[n-1] == '-' {
+			// A prefix that ends at a separator (the whole of another id,
+			// as a rewritten history's "<id>-r1" beside "<id>") goes on
+			// to the end of the part after it.
+			if k := strings.IndexByte(id[n:], '-'); k >= 0 {
+				n += k
+			} else {
+				n = len(id)
+			}
 		}
 		need[id] = min(n, len(id))
 	}

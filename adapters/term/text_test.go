@@ -46,6 +46,13 @@ func TestSessionsView(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ShortIDs of subagents (-want +got):\n%s", diff)
 	}
+	// A rewritten history's id is the session's and "-r<n>": shown to the
+	// end of that part, never cut at the dash.
+	got = ShortIDs([]string{"5e551011-0000-4000-8000-000000000001", "5e551011-0000-4000-8000-000000000001-r12", "abcdef12-0000-4000-8000-000000000001"}, 8)
+	want = []string{"5e551011-0000-4000-8000-000000000001", "5e551011-0000-4000-8000-000000000001-r12", "abcdef12"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ShortIDs of a rewritten history (-want +got):\n%s", diff)
+	}
 	if got := Plural(1, "transcript file"); got != "1 transcript file" {
 		t.Errorf("Plural(1) = %q", got)
 	}
