@@ -7,6 +7,9 @@ package review
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -137,9 +140,12 @@ func Derive(id string, a Answer) events.ReviewDecided {
 	for _, o := range a.Offered {
 		offered[o] = true
 	}
+	var unoffered []string // cited, but no user message offered has the id
 	for _, e := range a.Evidence {
 		if offered[e] {
 			d.Evidence = append(d.Evidence, e)
+		} else {
+			unoffered = append(unoffered, e)
 		}
 	}
 	auth := a.UserAuthorization
@@ -159,6 +165,13 @@ func Derive(id string, a Answer) events.ReviewDecided {
 		why = "critical risk is never allowed automatically: only a person may allow it"
 	case rr == 2 && ar < 2:
 		why = fmt.Sprintf("high risk needs medium or high user authorization, found %s: ask the user", auth)
+		if len(unoffered) > 0 {
+			what := "which is no user message offered to the review, so it counts"
+			if len(unoffered) > 1 {
+				what = "which are no user messages offered to the review, so they count"
+			}
+			why += fmt.Sprintf("; the evidence cited %s, %s for nothing", citedIDs(unoffered), what)
+		}
 	case a.EvidenceDropped && rr > 0:
 		why = fmt.Sprintf("user messages were dropped to fit the review and the risk is %s: ask the user", risk)
 	}
@@ -172,6 +185,32 @@ func Derive(id string, a Answer) events.ReviewDecided {
 	}
 	d.Verdict, d.Outcome, d.Reason = events.VerdictAllow, events.ReviewApproved, a.Reason
 	return d
+}
+
+// citedIDs names ids, quoted, at most 3 of them and how many more.
+func citedIDs(ids []string) string {
+	const most = 3
+	q := make([]string, 0, most)
+	for _, id := range ids[:min(len(ids), most)] {
+		q = append(q, strconv.Quote(clipID(id)))
+	}
+	out := strings.Join(q, ", ")
+	if len(ids) > most {
+		out += fmt.Sprintf(" and %d more", len(ids)-most)
+	}
+	return out
+}
+
+// clipID cuts a cited id (the reviewer's text) to 64 bytes.
+func clipID(id string) string {
+	if len(id) <= 64 {
+		return id
+	}
+	n := 64
+	for n > 0 && !utf8.RuneStart(id[n]) {
+		n--
+	}
+	return id[:n] + "…"
 }
 
 // The refusal breaker: BreakerRun denials in a row, or BreakerInWindow
