@@ -174,6 +174,10 @@ type Summary struct {
 	// NotTranscripts notes the files that are not transcripts or hold
 	// nothing to import yet.
 	NotTranscripts []string `json:"skipped_files,omitempty"`
+	// NotStarted counts the units (files, with a transcript's subagents)
+	// never started because the import was interrupted (its context
+	// ended): neither among Files nor among Errors.
+	NotStarted int `json:"not_started,omitempty"`
 	// Diverged counts the files that changed under Logbook, Lost those
 	// stopped because the server went away; both are among Errors.
 	Diverged int `json:"-"`
@@ -226,6 +230,9 @@ func (s Summary) Line(kind string) string {
 	if n := len(s.Errors); n > 0 {
 		l += fmt.Sprintf("; %d stopped at an error", n)
 	}
+	if s.NotStarted > 0 {
+		l += fmt.Sprintf("; %s not started: the import was interrupted (importing again resumes)", plural(s.NotStarted, kind))
+	}
 	return l
 }
 
@@ -268,7 +275,8 @@ func (s Summary) Err(noun, paused string) error {
 // Run imports the plan's units with r on r.Workers goroutines, a group
 // (Format.Group) in order on one, and returns the summary. On a terminal
 // progress it shows a one-line counter. It stops handing out units when
-// ctx is done, and returns once every worker has.
+// ctx is done (counting those not handed out, Summary.NotStarted), and
+// returns once every worker has.
 func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summary {
 	prog := newProgress(progress, len(p.units))
 	var (
@@ -337,9 +345,14 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 		})
 	}
 	for _, grp := range groups {
+		if ctx.Err() != nil {
+			sum.NotStarted += len(grp)
+			continue
+		}
 		select {
 		case work <- grp:
 		case <-ctx.Done():
+			sum.NotStarted += len(grp)
 		}
 	}
 	close(work)

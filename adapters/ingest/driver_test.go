@@ -165,6 +165,20 @@ func TestPlan_Run(t *testing.T) {
 	if got := sum.Line("log file"); got != "imported 1 log file: 1 line appended, 0 already in the log; 1 stopped at an error" {
 		t.Errorf("Line with a file stopped at its first line = %q", got)
 	}
+	// Interrupted during the first file (one worker): the files never
+	// started are counted and said, so that every file of the plan is
+	// accounted for.
+	ctx, cancel := context.WithCancel(t.Context())
+	sum = p.Run(ctx, Runner[string]{Workers: 1, Import: func(_ context.Context, path string, line func()) ([]FileResult, error) {
+		cancel()
+		return []FileResult{{Path: path, Appended: 1, Lines: 1}}, nil
+	}}, io.Discard)
+	if started := len(sum.Files) + len(sum.NotTranscripts) - 2; started+sum.NotStarted != p.Units() || sum.NotStarted == 0 {
+		t.Errorf("interrupted: %d files, %d notes, %d not started; want the plan's %d units accounted for", len(sum.Files), len(sum.NotTranscripts), sum.NotStarted, p.Units())
+	}
+	if got := sum.Line("log file"); !strings.HasSuffix(got, fmt.Sprintf("; %d log files not started: the import was interrupted (importing again resumes)", sum.NotStarted)) && !strings.HasSuffix(got, "; 1 log file not started: the import was interrupted (importing again resumes)") {
+		t.Errorf("Line when interrupted = %q", got)
+	}
 }
 
 // TestSummaryErr_ResumeHint: "importing again resumes at the line that
