@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Allow is one host path a restricted command sees besides its workspace
@@ -161,7 +163,14 @@ func hideAround(hidden, keep []string, r *Resolver) []string {
 			}
 			return
 		}
+		var werr error
+		if r.watch != nil {
+			werr = r.watch(h)
+		}
 		des, err := os.ReadDir(h)
+		if werr != nil && !(errors.Is(werr, syscall.EACCES) && errors.Is(err, syscall.EACCES)) {
+			r.unwatched = true // read (or not) with no watch told of it
+		}
 		if err != nil {
 			return // unreadable by the worker, so by its commands
 		}

@@ -88,7 +88,7 @@ type layout struct {
 	hideDirs  []string // directories covered by an empty read-only tmpfs
 	hideFiles []string // files covered by /dev/null
 	// aliases holds the hidden paths (in hideDirs and hideFiles) that
-	// are other places a mount shows a hidden path at (withMountAliases):
+	// are other places a mount shows a hidden path at (withMountAliasesIn):
 	// the mount table they come from may change between the plans of
 	// one start, which covers those of the later one (see differs).
 	aliases  map[string]bool

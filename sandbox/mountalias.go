@@ -105,19 +105,19 @@ func mountAliases(ms []mountEntry, p string) []string {
 	return out
 }
 
-// withMountAliases returns hidden with the other places the mount table
-// shows each path that resolves through r at (MountAliases) after it,
-// and those places alone: a bind mount of the data dir or of a home
-// inside a workspace or an allowlisted directory shows its credentials
-// no more than the original place does.
-func withMountAliases(hidden []string, r *Resolver) (all, aliases []string) {
+// withMountAliasesIn returns hidden with the other places the mount
+// table ms shows each path that resolves through r at (mountAliasesIn)
+// after it, and those places alone: a bind mount of the data dir or of a
+// home inside a workspace or an allowlisted directory shows its
+// credentials no more than the original place does.
+func withMountAliasesIn(hidden []string, r *Resolver, ms []mountEntry) (all, aliases []string) {
 	var reals []string
 	for _, h := range hidden {
 		if real, err := r.EvalSymlinks(h); err == nil {
 			reals = append(reals, real)
 		}
 	}
-	if aliases = MountAliases(reals); len(aliases) > 0 {
+	if aliases = mountAliasesIn(ms, reals); len(aliases) > 0 {
 		return append(slices.Clone(hidden), aliases...), aliases
 	}
 	return hidden, nil
@@ -136,7 +136,14 @@ func MountAliases(paths []string) []string {
 	if err != nil {
 		return nil
 	}
-	ms := parseMountinfo(b)
+	return mountAliasesIn(parseMountinfo(b), paths)
+}
+
+// mountAliasesIn is MountAliases with the mount table ms.
+func mountAliasesIn(ms []mountEntry, paths []string) []string {
+	if len(paths) == 0 {
+		return nil
+	}
 	seen := make(map[string]bool, len(ms))
 	again := false
 	for _, m := range ms {

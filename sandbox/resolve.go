@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,6 +22,14 @@ type Resolver struct {
 	// (DirNames), so that a name not there costs no lstat(2), nor one
 	// whose type the directory entry gave and is no symbolic link.
 	dirs map[string]map[string]fs.FileMode
+	// watch, when not nil, is told of each directory before the
+	// Resolver reads it or looks a name up in it (real paths); its error
+	// is the watch's (see HiddenWatch). unwatched is set once an answer
+	// depends on what no watch told of: a directory whose watch failed
+	// where the lookup in it did not fail with EACCES too, a symbolic
+	// link followed, or a path handed to filepath.EvalSymlinks.
+	watch     func(dir string) error
+	unwatched bool
 }
 
 // listAt is how many of the paths list is given must lie directly in a
@@ -53,6 +62,9 @@ func (r *Resolver) List(paths []string) {
 		if _, done := r.dirs[d.real]; done {
 			continue
 		}
+		if r.watch != nil && r.watch(d.real) != nil {
+			r.unwatched = true
+		}
 		names, err := DirNames(d.real)
 		if err != nil {
 			continue
@@ -83,6 +95,7 @@ type resolved struct {
 // would be (its text may differ).
 func (r *Resolver) EvalSymlinks(p string) (string, error) {
 	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		r.unwatched = true
 		return filepath.EvalSymlinks(p)
 	}
 	res := r.lookup(p)
@@ -97,6 +110,20 @@ func (r *Resolver) stat(p string) (fs.FileInfo, error) {
 		return res.fi, nil
 	}
 	return os.Stat(p)
+}
+
+// fill makes what r saw of real path p (EvalSymlinks resolved it to
+// itself) hold its file info, for stat, where a listed directory's entry
+// answered for it: an lstat(2) now, in a directory looked into already.
+func (r *Resolver) fill(p string) {
+	res, ok := r.seen[p]
+	if !ok || res.err != nil || res.real != p || res.fi != nil {
+		return
+	}
+	if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+		res.fi = fi
+		r.seen[p] = res
+	}
 }
 
 // lookup resolves clean absolute path p.
@@ -114,6 +141,10 @@ func (r *Resolver) lookup(p string) resolved {
 	} else {
 		name := filepath.Base(p)
 		c := filepath.Join(parent.real, name)
+		var werr error
+		if r.watch != nil {
+			werr = r.watch(parent.real)
+		}
 		var fi fs.FileInfo
 		var err error
 		known := false // the listed entry's type says it is no link
@@ -128,6 +159,12 @@ func (r *Resolver) lookup(p string) resolved {
 		if err == nil && !known {
 			fi, err = os.Lstat(c)
 		}
+		// A directory this process may not read cannot be watched; a
+		// lookup in it that it may not search either depends only on
+		// its mode and owner, which its parent's watch sees change.
+		if werr != nil && !(errors.Is(werr, syscall.EACCES) && errors.Is(err, syscall.EACCES)) {
+			r.unwatched = true
+		}
 		switch {
 		case known:
 			res.real = c
@@ -135,7 +172,9 @@ func (r *Resolver) lookup(p string) resolved {
 			res.err = err
 		case fi.Mode()&fs.ModeSymlink != 0:
 			// Rare among the paths planned: the parent is real, so
-			// EvalSymlinks of c is p's resolution.
+			// EvalSymlinks of c is p's resolution. Where it leads is not
+			// watched.
+			r.unwatched = true
 			res.real, res.err = filepath.EvalSymlinks(c)
 		default:
 			res.real, res.fi = c, fi

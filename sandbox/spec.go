@@ -134,6 +134,11 @@ type Spec struct {
 	// nothing that decides it changed (see EtcWatch); nil searches /etc
 	// at every restricted start. Ignored in FullAccess.
 	Etc *EtcWatch
+	// HiddenWatch, when not nil, holds Hidden and Keep resolved between
+	// starts, for as long as nothing that decides their resolution
+	// changed (see HiddenWatch); nil resolves them at every restricted
+	// start. Ignored in FullAccess.
+	HiddenWatch *HiddenWatch
 	// Keep lists directories inside Hidden paths where workspaces may lie
 	// (Logbook's workspaces root in its data dir). At each start a hidden
 	// path that holds one is covered entry by entry, but for the way to
@@ -366,12 +371,7 @@ func validate(s Spec) (plan, error) {
 		// One Resolver for the plan: the hidden paths and the
 		// allowlist share most of their directories.
 		var r Resolver
-		r.List(s.Hidden)
-		hidden := s.Hidden
-		if len(s.Keep) > 0 {
-			hidden = hideAround(s.Hidden, s.Keep, &r)
-		}
-		hidden, aliases := withMountAliases(hidden, &r)
+		hidden, aliases := s.HiddenWatch.plan(s.Hidden, s.Keep, &r)
 		l = planLayout(s.Mode, ws, dir, home, s.Allow, hidden, s.Etc, &r)
 		for _, a := range aliases {
 			if real, err := r.EvalSymlinks(a); err == nil {

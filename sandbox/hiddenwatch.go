@@ -1,0 +1,236 @@
+package sandbox
+
+import (
+	"bytes"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// HiddenWatch keeps the hidden paths of restricted starts (Spec.Hidden
+// and Spec.Keep) resolved for as long as nothing that decides their
+// resolution has changed, so that neither a start nor a worker's check
+// of a workspace against them (Resolved) resolves them each time. It is
+// exact: what it holds is used only when, at that moment, the kernel has
+// reported no change since the resolution that made it, and the paths
+// are resolved again otherwise.
+//
+// What it watches (inotify, each watch set before the directory is read
+// or a name looked up in it): every directory a name of a hidden path, of
+// a directory above one, of one read on the way to a kept directory
+// (Spec.Keep) or of one of their mount aliases was looked up in, for an
+// entry made, removed or renamed in or out, a mode or owner change of an
+// entry or of the directory (IN_ATTRIB), the directory itself removed
+// or moved, and the watch queue overflowing; and any change to this
+// process's mounts (/proc/self/mountinfo read again and compared), since
+// a mount changes what lies under a path without an event. So a hidden
+// path made, renamed into place or replaced by a symbolic link after a
+// resolution is seen at the next start. A resolution that followed a
+// symbolic link, or looked into a directory this process could not
+// watch (other than one it may not search either, whose answer its
+// parent's watch covers), is not kept: the next call resolves again, as
+// without a watch. Where inotify or /proc cannot be had, every call
+// resolves.
+//
+// It holds the resolution of one pair of lists, the last asked for: a
+// worker asks for the same lists command after command. A HiddenWatch is
+// safe for concurrent use; one per process (a worker's) is enough.
+// Close releases its descriptor; the zero value is not usable (use
+// NewHiddenWatch), but a nil *HiddenWatch in Spec.HiddenWatch means no
+// watch: a resolution per start.
+type HiddenWatch struct {
+	mu sync.Mutex
+	// Guarded by mu.
+	ino     int              // inotify descriptor of the current resolution; -1: none
+	mounts  []byte           // /proc/self/mountinfo as of the current resolution
+	watched map[string]error // the directories watched, and each watch's error
+	valid   bool             // snap holds the resolution of hide and keep since which nothing changed
+	closed  bool
+	hide    []string
+	keep    []string
+	snap    *hiddenSnap
+	// resolutions counts the resolutions made, for tests.
+	resolutions int
+}
+
+// hiddenSnap is one resolution of hidden paths hide with kept
+// directories keep. It is not changed once made: callers share it.
+type hiddenSnap struct {
+	seen map[string]resolved               // the Resolver's, seeded into a plan's
+	dirs map[string]map[string]fs.FileMode // the Resolver's listed directories
+	all  []string                          // hideAround(hide, keep), then their mount aliases
+	// aliases are all's mount aliases alone (withMountAliasesIn).
+	aliases []string
+	// paths are hide each resolved where it resolves, else cleaned
+	// ("" left out), and pathAliases the mount aliases of those that
+	// resolve: what a check of a workspace compares it with.
+	paths       []string
+	pathAliases []string
+}
+
+// NewHiddenWatch returns a HiddenWatch. It resolves nothing until the
+// first call asks.
+func NewHiddenWatch() *HiddenWatch { return &HiddenWatch{ino: -1} }
+
+// Close releases w's descriptor; w then resolves at every call, as a nil
+// one does. It is safe to call more than once.
+func (w *HiddenWatch) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.disarmLocked()
+	w.closed = true
+	return nil
+}
+
+// Resolved returns hidden paths hide (Spec.Hidden, absolute) as they
+// resolve now, for a check of a workspace against them: paths holds each
+// resolved through its symbolic links where it resolves, else cleaned
+// (an empty one is left out), in hide's order; aliases the other places
+// this process's mount table shows those that resolve at
+// (MountAliases). keep is Spec.Keep: the lists a start of the same
+// command gives, so that the check and the start share one resolution.
+// A nil w resolves. The slices are shared: the caller must not change
+// them.
+func (w *HiddenWatch) Resolved(hide, keep []string) (paths, aliases []string) {
+	s := w.current(hide, keep)
+	return s.paths, s.pathAliases
+}
+
+// plan returns what a start plans to cover for hide and keep
+// (Spec.Hidden and Spec.Keep): hideAround's paths, then their mount
+// aliases, and those aliases alone (withMountAliasesIn), with r (new)
+// seeded with what their resolution found, so that the plan looks up
+// none of them again. The slices are shared: the caller must not change
+// them.
+func (w *HiddenWatch) plan(hide, keep []string, r *Resolver) (all, aliases []string) {
+	s := w.current(hide, keep)
+	r.seen = maps.Clone(s.seen)
+	r.dirs = maps.Clone(s.dirs)
+	return s.all, s.aliases
+}
+
+// current returns the resolution of hide and keep as of now: the one
+// held when nothing changed since it was made, else a new one.
+func (w *HiddenWatch) current(hide, keep []string) *hiddenSnap {
+	if w == nil {
+		s, _ := resolveHiddenSnap(hide, keep, nil, nil)
+		return s
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.valid && slices.Equal(hide, w.hide) && slices.Equal(keep, w.keep) && !w.changedLocked() {
+		return w.snap
+	}
+	w.disarmLocked()
+	w.resolutions++
+	if w.closed || !w.armLocked() {
+		s, _ := resolveHiddenSnap(hide, keep, nil, nil)
+		return s
+	}
+	watch := func(dir string) error {
+		if err, ok := w.watched[dir]; ok {
+			return err
+		}
+		_, err := unix.InotifyAddWatch(w.ino, dir, etcWatchMask)
+		w.watched[dir] = err
+		return err
+	}
+	s, watched := resolveHiddenSnap(hide, keep, watch, w.mounts)
+	if !watched {
+		// Correct now, but something it depends on is not watched:
+		// the next call resolves again.
+		w.disarmLocked()
+		return s
+	}
+	w.hide, w.keep, w.snap, w.valid = slices.Clone(hide), slices.Clone(keep), s, true
+	return s
+}
+
+// resolveHiddenSnap resolves hide and keep now, mounts being
+// /proc/self/mountinfo (nil: read it now). With watch not nil, each
+// directory is watched before it is looked into (Resolver.watch), and
+// watched reports whether every answer is covered by a watch.
+func resolveHiddenSnap(hide, keep []string, watch func(dir string) error, mounts []byte) (_ *hiddenSnap, watched bool) {
+	if mounts == nil {
+		mounts, _ = os.ReadFile("/proc/self/mountinfo")
+	}
+	ms := parseMountinfo(mounts)
+	r := Resolver{watch: watch}
+	r.List(hide)
+	around := hide
+	if len(keep) > 0 {
+		around = hideAround(hide, keep, &r)
+	}
+	s := &hiddenSnap{}
+	s.all, s.aliases = withMountAliasesIn(around, &r, ms)
+	// What the plan asks of each (planLayout): its resolution, and
+	// whether a directory lies there.
+	for _, h := range s.all {
+		if filepath.IsAbs(h) {
+			if real, err := r.EvalSymlinks(filepath.Clean(h)); err == nil {
+				r.fill(real)
+			}
+		}
+	}
+	var reals []string
+	for _, p := range hide {
+		if p == "" {
+			continue
+		}
+		real, err := r.EvalSymlinks(p)
+		if err != nil {
+			real = filepath.Clean(p)
+		} else {
+			reals = append(reals, real)
+		}
+		s.paths = append(s.paths, real)
+	}
+	s.pathAliases = mountAliasesIn(ms, reals)
+	s.seen, s.dirs = r.seen, r.dirs
+	return s, watch != nil && !r.unwatched
+}
+
+// armLocked opens the inotify descriptor and reads the mount table a
+// resolution is watched by; false when either cannot be had.
+func (w *HiddenWatch) armLocked() bool {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	m, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		unix.Close(fd)
+		return false
+	}
+	w.ino, w.mounts, w.watched = fd, m, map[string]error{}
+	return true
+}
+
+// disarmLocked drops the current resolution and its watches.
+func (w *HiddenWatch) disarmLocked() {
+	w.valid = false
+	w.snap = nil
+	if w.ino >= 0 {
+		unix.Close(w.ino)
+		w.ino = -1
+	}
+	w.mounts, w.watched = nil, nil
+}
+
+// changedLocked reports whether the kernel reported a change since the
+// current resolution: an inotify event waiting (the queue's overflow
+// included), or a change of the mount table.
+func (w *HiddenWatch) changedLocked() bool {
+	var buf [unix.SizeofInotifyEvent + unix.NAME_MAX + 1]byte
+	n, err := unix.Read(w.ino, buf[:])
+	if n > 0 || err != unix.EAGAIN {
+		return true // an event, or a descriptor that no longer answers
+	}
+	m, err := os.ReadFile("/proc/self/mountinfo")
+	return err != nil || !bytes.Equal(m, w.mounts)
+}
