@@ -9,10 +9,13 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
 	"github.com/logbook-dev/logbook/sandbox"
 )
 
@@ -235,4 +238,67 @@ func TestCheckHidden_BindMount(t *testing.T) {
 	if err := CheckHidden(filepath.Join(dir, "work"), []string{data}, nil); err != nil {
 		t.Errorf("CheckHidden of the directory holding the mount: %v", err)
 	}
+}
+
+// A worker resolves the hidden paths once for many commands (its
+// sandbox.HiddenWatch), and a secret made after it did, in place, renamed
+// into place or reached through a symbolic link made in the home, is
+// still unreadable to the next restricted command, while a file of the
+// allowlisted home nothing hides stays readable.
+func TestWorker_HiddenMadeAfterStart(t *testing.T) {
+	needBwrap(t)
+	const mark = "LB-SECRET-5d1c"
+	dir, err := os.MkdirTemp("/var/tmp", "logbook-hidden-") // /tmp is private in the boundary
+	if err != nil {
+		t.Skipf("no directory outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(filepath.Join(home, ".config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(mark+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(home, "visible"))
+	e := newEnv(t, false)
+	cfg := e.workerConfig()
+	cfg.Hidden = hiddenPaths(filepath.Join(dir, "data"), []string{home}, "")
+	cfg.Allow = []sandbox.Allow{{Path: home}}
+	e.startWorker(cfg)
+	files := []string{"visible", ".netrc", ".config/gh/hosts.yml", ".ssh/id_ed25519", "keys/id_ed25519"}
+	script := `for f in "$@"; do grep -qs ` + mark + ` "$HOME/$f" && echo "read $f"; done; true`
+	check := func(step, want string) {
+		t.Helper()
+		req := e.request(events.ModeWorkspaceWrite, append([]string{"sh", "-c", script, "sh"}, files...)...)
+		req.Env = append(req.Env, "HOME="+home)
+		st, out := e.follow(e.submit(req), 20*time.Second)
+		if st.Status != command.StatusExited {
+			t.Fatalf("%s: status %s, output %q", step, st.Status, out.all.String())
+		}
+		if got := out.stream("stdout"); got != want {
+			t.Errorf("%s: read %q, want %q", step, got, want)
+		}
+	}
+	check("nothing there yet", "read visible\n")
+	check("nothing changed", "read visible\n")
+	write(filepath.Join(home, ".netrc"))
+	check("~/.netrc made", "read visible\n")
+	write(filepath.Join(home, "staging", "hosts.yml"))
+	if err := os.Rename(filepath.Join(home, "staging"), filepath.Join(home, ".config", "gh")); err != nil {
+		t.Fatal(err)
+	}
+	check("~/.config/gh renamed into place", "read visible\n")
+	write(filepath.Join(home, "keys", "id_ed25519"))
+	check("keys no link leads to", "read visible\nread keys/id_ed25519\n")
+	if err := os.Symlink("keys", filepath.Join(home, ".ssh")); err != nil {
+		t.Fatal(err)
+	}
+	check("~/.ssh made a link to ~/keys", "read visible\n")
 }

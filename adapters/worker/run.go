@@ -204,7 +204,8 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	hn := make(chan hiddenNow, 1)
 	go func() {
 		hide, keep := w.hidden()
-		hn <- hiddenNow{resolveHidden(hide), keep}
+		paths, aliases := w.hiddenWatch.Resolved(hide, keep)
+		hn <- hiddenNow{hiddenReals{paths: paths, aliases: aliases}, keep}
 	}()
 	rc := make(chan read, 1)
 	go func() {
@@ -453,7 +454,7 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 		Protected: append(slices.Clone(w.cfg.Protected), workspace.ProtectedIn(st.Workspace)...),
 		Hidden:    hide, Keep: keep, Ledger: w.cfg.Ledger, Allow: w.cfg.Allow, Grace: w.cfg.Grace, Bwrap: w.cfg.Bwrap,
 		Reporter: w.cfg.Reporter,
-		Etc:      w.etc,
+		Etc:      w.etc, HiddenWatch: w.hiddenWatch,
 	}, ""
 }
 

@@ -221,6 +221,9 @@ type Worker struct {
 	// etc holds /etc's covered paths for the restricted starts, from Run
 	// until Run returns.
 	etc *sandbox.EtcWatch
+	// hiddenWatch holds the hidden paths resolved for admission's checks
+	// and the restricted starts, from Run until Run returns.
+	hiddenWatch *sandbox.HiddenWatch
 
 	slots chan struct{}  // one per running or starting command
 	bg    sync.WaitGroup // stdin writers
@@ -366,6 +369,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.etc = sandbox.NewEtcWatch()
 	defer w.etc.Close()
+	w.hiddenWatch = sandbox.NewHiddenWatch()
+	defer w.hiddenWatch.Close()
 	w.sweepCgroups()
 	w.sweepPlaceholders()
 	// procCtx outlives the intake: commands are stopped only after no new
