@@ -83,6 +83,9 @@ type layout struct {
 	absentFiles []string   // missing top-level names kept missing: /dev/null bound
 	held        []*os.File // the directories locked (see lock), from claim to release
 	ledger      *ledger    // where the placeholders are recorded (Spec.Ledger); nil if nowhere
+	// recorded, when not nil, gives the error of the ledger's record of
+	// the missing names (record), started under the locks before claim.
+	recorded <-chan error
 
 	inHidden  string   // a hidden path the workspace lies in: the start is refused
 	hideDirs  []string // directories covered by an empty read-only tmpfs

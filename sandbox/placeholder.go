@@ -63,18 +63,12 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 	// placeholder is made, in one write for them all (one found missing
 	// later is recorded on its own, their inodes once bubblewrap is
 	// forked): the write runs while the layout is planned again and the
-	// workspace searched, which it does not depend on.
-	recorded := make(chan error, 1)
-	if l.mode == WorkspaceWrite && l.ledger != nil {
-		var missing []ledgerEntry
-		for _, name := range ProtectedNames() {
-			if _, err := os.Lstat(filepath.Join(l.ws, name)); errors.Is(err, fs.ErrNotExist) {
-				missing = append(missing, ledgerEntry{Name: name, Dir: slices.Contains(absentDirNames(), name), Since: time.Now().UnixNano()})
-			}
-		}
-		go func() { recorded <- l.ledger.addAll(missing) }()
-	} else {
-		recorded <- nil
+	// workspace searched, which it does not depend on. A start planned
+	// under its locks (lockFirst) began it as soon as it held them.
+	recorded := l.recorded
+	l.recorded = nil
+	if recorded == nil {
+		recorded = l.record()
 	}
 	if replan != nil {
 		fresh, err := replan()
@@ -123,6 +117,28 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 	// recordInodes): before they do, a sweep knows each by its Since.
 	slices.Sort(l.protected)
 	return nil
+}
+
+// record starts the ledger's record of the top-level protected names
+// missing from the workspace now (one durable write, on its own
+// goroutine) and returns the channel its error comes on, nil at once
+// where nothing is recorded (no ledger, or not WorkspaceWrite). The
+// caller holds l's locks, and reads the channel before it writes the
+// ledger again or makes a placeholder.
+func (l *layout) record() <-chan error {
+	recorded := make(chan error, 1)
+	if l.mode != WorkspaceWrite || l.ledger == nil {
+		recorded <- nil
+		return recorded
+	}
+	var missing []ledgerEntry
+	for _, name := range ProtectedNames() {
+		if _, err := os.Lstat(filepath.Join(l.ws, name)); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, ledgerEntry{Name: name, Dir: slices.Contains(absentDirNames(), name), Since: time.Now().UnixNano()})
+		}
+	}
+	go func() { recorded <- l.ledger.addAll(missing) }()
+	return recorded
 }
 
 // recordForked writes to the ledger, if any, bubblewrap's process (pid,

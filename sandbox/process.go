@@ -200,9 +200,21 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 			}
 		}
 	}
+	if locked {
+		// The missing names are recorded while the start gets on
+		// (record): the write's fdatasync overlaps the pipes, the
+		// cgroup and bubblewrap's lookup rather than the claim.
+		pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
+		pl.layout.recorded = pl.layout.record()
+	}
 	defer func() {
 		if rerr != nil && locked {
-			pl.layout.unlock() // failed before claim took them over
+			// Failed before claim took them over.
+			if pl.layout.recorded != nil {
+				<-pl.layout.recorded
+				pl.layout.ledger.remove()
+			}
+			pl.layout.unlock()
 		}
 	}()
 	if !planned {
@@ -330,7 +342,9 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 		if locked {
 			replan, locked = nil, false // claim's from here on
 		}
-		pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
+		if pl.layout.recorded == nil {
+			pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
+		}
 		err := pl.layout.claim(ctx, replan)
 		<-limitsSet
 		if err != nil {
