@@ -191,6 +191,9 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 		last   uint64
 		err    error
 		hidden *hiddenCheck
+		// hide and keep are the hidden paths (Worker.hidden) this
+		// command is admitted and started with.
+		hide, keep []string
 	}
 	// The workspace's check against the hidden paths, the dearest part
 	// of admission where a host has many accounts, is made while the
@@ -198,14 +201,14 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	// admission takes it only for the workspace it then resolves to
 	// (admit).
 	type hiddenNow struct {
-		reals hiddenReals
-		keep  []string
+		reals      hiddenReals
+		hide, keep []string
 	}
 	hn := make(chan hiddenNow, 1)
 	go func() {
 		hide, keep := w.hidden()
 		paths, aliases := w.hiddenWatch.Resolved(hide, keep)
-		hn <- hiddenNow{hiddenReals{paths: paths, aliases: aliases}, keep}
+		hn <- hiddenNow{hiddenReals{paths: paths, aliases: aliases}, hide, keep}
 	}()
 	rc := make(chan read, 1)
 	go func() {
@@ -215,7 +218,7 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 		if err == nil && st.Status == command.StatusRequested && filepath.IsAbs(st.Workspace) {
 			hc = checkHidden(filepath.Clean(st.Workspace), h.reals, h.keep)
 		}
-		rc <- read{st, last, err, hc}
+		rc <- read{st, last, err, hc, h.hide, h.keep}
 	}()
 	v, err := w.claim(ctx, id)
 	r := <-rc
@@ -272,7 +275,7 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	if ws, err := filepath.EvalSymlinks(filepath.Clean(st.Workspace)); err == nil && filepath.IsAbs(st.Workspace) {
 		st.Workspace = ws
 	}
-	spec, reason := w.spec(st)
+	spec, reason := w.specWith(st, r.hide, r.keep)
 	if reason != "" {
 		return verdictDone, w.refuse(ctx, id, reason, "spec")
 	}
@@ -441,6 +444,14 @@ func (w *Worker) claim(ctx context.Context, id string) (verdict, error) {
 // spec turns a requested command into what the sandbox runs, or returns
 // why it cannot run: a readable reason for command.refused.
 func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
+	hide, keep := w.hidden()
+	return w.specWith(st, hide, keep)
+}
+
+// specWith is spec with the hidden paths hide and keep (Worker.hidden),
+// read once for the command's admission and its start: an account made
+// meanwhile is covered from the next command on.
+func (w *Worker) specWith(st command.State, hide, keep []string) (sandbox.Spec, string) {
 	mode, err := sandbox.ParseMode(st.Mode)
 	if err != nil {
 		return sandbox.Spec{}, fmt.Sprintf("invalid: unknown mode %q: want read_only, workspace_write or full_access", st.Mode)
@@ -448,7 +459,6 @@ func (w *Worker) spec(st command.State) (sandbox.Spec, string) {
 	if err := checkCwd(st.Workspace, st.Cwd, true); err != nil {
 		return sandbox.Spec{}, "invalid: " + err.Error()
 	}
-	hide, keep := w.hidden()
 	return sandbox.Spec{
 		Argv: st.Argv, Env: st.Env, Workspace: st.Workspace, Dir: st.Cwd, Mode: mode, TTY: st.TTY,
 		Protected: append(slices.Clone(w.cfg.Protected), workspace.ProtectedIn(st.Workspace)...),
