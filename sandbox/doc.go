@@ -35,7 +35,9 @@
 // Spec.Env) as an empty private tmpfs, the Spec.Allow entries and the
 // workspace (--bind or --ro-bind); the protected paths read-only; the
 // placeholders; the paths read-only for their hard links; and the hidden
-// paths, covered. /tmp, /run, /dev/shm and the home are RAM-backed tmpfs of
+// paths, covered (resolved at each start, or kept by a HiddenWatch
+// between starts while nothing that decides their resolution changed).
+// /tmp, /run, /dev/shm and the home are RAM-backed tmpfs of
 // bounded size (Limits.TmpBytes for /tmp and the home, DefaultRunBytes,
 // DefaultShmBytes). /run is private because a read-only mount does not stop
 // connect(2) on the Unix sockets there (databases, D-Bus, container

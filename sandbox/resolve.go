@@ -14,7 +14,8 @@ import (
 // most of their directories (the home, its .config), and each directory
 // is looked at once a Resolver rather than once a path. It remembers
 // nothing past the Resolver, so each check and each start sees the file
-// system as it is then. The zero value is ready for use; it is not safe
+// system as it is then (a HiddenWatch seeds a start's Resolver with what
+// it holds only while the kernel reports no change to it). The zero value is ready for use; it is not safe
 // for concurrent use.
 type Resolver struct {
 	seen map[string]resolved // cleaned absolute path → what it resolved to
