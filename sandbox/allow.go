@@ -165,7 +165,7 @@ func hideAround(hidden, keep []string, r *Resolver) []string {
 		}
 		var werr error
 		if r.watch != nil {
-			werr = r.watch(h)
+			werr = r.watch(h, "")
 		}
 		des, err := os.ReadDir(h)
 		if werr != nil && !(errors.Is(werr, syscall.EACCES) && errors.Is(err, syscall.EACCES)) {

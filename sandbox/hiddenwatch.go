@@ -2,12 +2,15 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,16 +49,53 @@ import (
 type HiddenWatch struct {
 	mu sync.Mutex
 	// Guarded by mu.
-	ino     int              // inotify descriptor of the current resolution; -1: none
-	mounts  []byte           // /proc/self/mountinfo as of the current resolution
-	watched map[string]error // the directories watched, and each watch's error
-	valid   bool             // snap holds the resolution of hide and keep since which nothing changed
+	ino     int                    // inotify descriptor of the current resolution; -1: none
+	mounts  []byte                 // /proc/self/mountinfo as of the current resolution
+	watched map[string]*watchedDir // the directories watched, by path
+	wds     map[int]*watchedDir    // the same, by watch descriptor
+	valid   bool                   // snap holds the resolution of hide and keep since which nothing changed
 	closed  bool
 	hide    []string
 	keep    []string
 	snap    *hiddenSnap
 	// resolutions counts the resolutions made, for tests.
 	resolutions int
+}
+
+// watchedDir is what a resolution asked of one directory: whether it
+// read it whole (all), else the names it looked up in it, and the
+// error of its watch.
+type watchedDir struct {
+	all   bool
+	names []string
+	err   error
+}
+
+// matters reports whether an event on entry name of d may change an
+// answer d gave: any entry of a directory read whole, else an entry
+// whose name was looked up, compared as a case-folding directory (ext4
+// and F2FS casefold) may compare it: without case, and any name
+// beyond ASCII, where such a directory also folds Unicode forms.
+func (d *watchedDir) matters(name string) bool {
+	if d.all || !isASCII(name) {
+		return true
+	}
+	for _, n := range d.names {
+		if strings.EqualFold(n, name) || !isASCII(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// isASCII reports whether s holds only ASCII bytes.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // hiddenSnap is one resolution of hidden paths hide with kept
@@ -132,13 +172,31 @@ func (w *HiddenWatch) current(hide, keep []string) *hiddenSnap {
 		s, _ := resolveHiddenSnap(hide, keep, nil, nil)
 		return s
 	}
-	watch := func(dir string) error {
-		if err, ok := w.watched[dir]; ok {
-			return err
+	watch := func(dir, name string) error {
+		d, ok := w.watched[dir]
+		if !ok {
+			d = &watchedDir{}
+			var wd int
+			wd, d.err = unix.InotifyAddWatch(w.ino, dir, etcWatchMask)
+			if d.err == nil {
+				d.err = localFS(dir)
+			}
+			if d.err == nil {
+				// The same directory by another path (a bind mount)
+				// shares the watch.
+				if other := w.wds[wd]; other != nil {
+					d = other
+				}
+				w.wds[wd] = d
+			}
+			w.watched[dir] = d
 		}
-		_, err := unix.InotifyAddWatch(w.ino, dir, etcWatchMask)
-		w.watched[dir] = err
-		return err
+		if name == "" {
+			d.all = true
+		} else if !slices.Contains(d.names, name) {
+			d.names = append(d.names, name)
+		}
+		return d.err
 	}
 	s, watched := resolveHiddenSnap(hide, keep, watch, w.mounts)
 	if !watched {
@@ -155,7 +213,7 @@ func (w *HiddenWatch) current(hide, keep []string) *hiddenSnap {
 // /proc/self/mountinfo (nil: read it now). With watch not nil, each
 // directory is watched before it is looked into (Resolver.watch), and
 // watched reports whether every answer is covered by a watch.
-func resolveHiddenSnap(hide, keep []string, watch func(dir string) error, mounts []byte) (_ *hiddenSnap, watched bool) {
+func resolveHiddenSnap(hide, keep []string, watch func(dir, name string) error, mounts []byte) (_ *hiddenSnap, watched bool) {
 	if mounts == nil {
 		mounts, _ = os.ReadFile("/proc/self/mountinfo")
 	}
@@ -195,6 +253,28 @@ func resolveHiddenSnap(hide, keep []string, watch func(dir string) error, mounts
 	return s, watch != nil && !r.unwatched
 }
 
+// errRemoteFS says a directory lies on a file system whose changes
+// inotify may not report: made on another host (NFS, SMB), or by a
+// user-space server (FUSE).
+var errRemoteFS = errors.New("not a local file system: inotify may miss its changes")
+
+// localFS returns nil when dir lies on a file system every change to
+// which this kernel makes (and so reports to inotify): ext2/3/4, XFS,
+// Btrfs, ZFS, F2FS, tmpfs, ramfs or overlayfs; errRemoteFS for any other,
+// or the error of statfs(2).
+func localFS(dir string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return err
+	}
+	switch uint32(st.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, 0x2fc12fc1, // ZFS
+		unix.F2FS_SUPER_MAGIC, unix.TMPFS_MAGIC, unix.RAMFS_MAGIC, unix.OVERLAYFS_SUPER_MAGIC:
+		return nil
+	}
+	return errRemoteFS
+}
+
 // armLocked opens the inotify descriptor and reads the mount table a
 // resolution is watched by; false when either cannot be had.
 func (w *HiddenWatch) armLocked() bool {
@@ -207,7 +287,7 @@ func (w *HiddenWatch) armLocked() bool {
 		unix.Close(fd)
 		return false
 	}
-	w.ino, w.mounts, w.watched = fd, m, map[string]error{}
+	w.ino, w.mounts, w.watched, w.wds = fd, m, map[string]*watchedDir{}, map[int]*watchedDir{}
 	return true
 }
 
@@ -219,17 +299,43 @@ func (w *HiddenWatch) disarmLocked() {
 		unix.Close(w.ino)
 		w.ino = -1
 	}
-	w.mounts, w.watched = nil, nil
+	w.mounts, w.watched, w.wds = nil, nil, nil
 }
 
 // changedLocked reports whether the kernel reported a change since the
-// current resolution: an inotify event waiting (the queue's overflow
-// included), or a change of the mount table.
+// current resolution that may change it: an inotify event on the entry
+// of a watched directory that the resolution looked up (or on any entry
+// of one it read whole), on the directory itself, a watch ended, the
+// queue's overflow; or a change of the mount table. The events waiting
+// are read: those on entries the resolution never asked about (a file
+// made beside a home) leave it standing.
 func (w *HiddenWatch) changedLocked() bool {
-	var buf [unix.SizeofInotifyEvent + unix.NAME_MAX + 1]byte
-	n, err := unix.Read(w.ino, buf[:])
-	if n > 0 || err != unix.EAGAIN {
-		return true // an event, or a descriptor that no longer answers
+	var buf [16 * (unix.SizeofInotifyEvent + unix.NAME_MAX + 1)]byte
+	for {
+		n, err := unix.Read(w.ino, buf[:])
+		if err == unix.EAGAIN {
+			break
+		}
+		if err != nil || n <= 0 {
+			return true // a descriptor that no longer answers
+		}
+		for off := 0; off < n; {
+			if n-off < unix.SizeofInotifyEvent {
+				return true
+			}
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if end > n {
+				return true
+			}
+			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))
+			off = end
+			const always = unix.IN_Q_OVERFLOW | unix.IN_IGNORED | unix.IN_UNMOUNT | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+			d := w.wds[int(ev.Wd)]
+			if ev.Mask&always != 0 || name == "" || d == nil || d.matters(name) {
+				return true
+			}
+		}
 	}
 	m, err := os.ReadFile("/proc/self/mountinfo")
 	return err != nil || !bytes.Equal(m, w.mounts)

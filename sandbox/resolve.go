@@ -24,12 +24,12 @@ type Resolver struct {
 	// whose type the directory entry gave and is no symbolic link.
 	dirs map[string]map[string]fs.FileMode
 	// watch, when not nil, is told of each directory before the
-	// Resolver reads it or looks a name up in it (real paths); its error
-	// is the watch's (see HiddenWatch). unwatched is set once an answer
+	// Resolver reads it (name "") or looks name up in it (real paths);
+	// its error is the watch's (see HiddenWatch). unwatched is set once an answer
 	// depends on what no watch told of: a directory whose watch failed
 	// where the lookup in it did not fail with EACCES too, a symbolic
 	// link followed, or a path handed to filepath.EvalSymlinks.
-	watch     func(dir string) error
+	watch     func(dir, name string) error
 	unwatched bool
 }
 
@@ -63,7 +63,7 @@ func (r *Resolver) List(paths []string) {
 		if _, done := r.dirs[d.real]; done {
 			continue
 		}
-		if r.watch != nil && r.watch(d.real) != nil {
+		if r.watch != nil && r.watch(d.real, "") != nil {
 			r.unwatched = true
 		}
 		names, err := DirNames(d.real)
@@ -144,7 +144,7 @@ func (r *Resolver) lookup(p string) resolved {
 		c := filepath.Join(parent.real, name)
 		var werr error
 		if r.watch != nil {
-			werr = r.watch(parent.real)
+			werr = r.watch(parent.real, name)
 		}
 		var fi fs.FileInfo
 		var err error
