@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
 // Format is what an import of one agent's files knows beyond what the
@@ -174,10 +175,16 @@ type Summary struct {
 	// NotTranscripts notes the files that are not transcripts or hold
 	// nothing to import yet.
 	NotTranscripts []string `json:"skipped_files,omitempty"`
-	// NotStarted counts the units (files, with a transcript's subagents)
-	// never started because the import was interrupted (its context
-	// ended): neither among Files nor among Errors.
-	NotStarted int `json:"not_started,omitempty"`
+	// Interrupted counts the Files the import's interrupt (its context
+	// ending) stopped part way, between two appends: not among Errors.
+	// Their lines before the stop are in the log and counted. NotStarted
+	// counts the units (files, with a transcript's subagents) it kept
+	// from starting: neither among Files nor among Errors.
+	Interrupted int `json:"interrupted,omitempty"`
+	NotStarted  int `json:"not_started,omitempty"`
+	// unknown reports an interrupted file whose last append's answer
+	// was lost (natslog.ErrUnknownOutcome): it may be in the log.
+	unknown bool
 	// Diverged counts the files that changed under Logbook, Lost those
 	// stopped because the server went away; both are among Errors.
 	Diverged int `json:"-"`
@@ -225,12 +232,19 @@ func (s Summary) Line(kind string) string {
 		// The appends under way when the server went away lost their
 		// answers, not necessarily their lines.
 		l += " (perhaps more: the answers to appends under way were lost with the server)"
+	} else if s.unknown {
+		l += " (perhaps more: the answer to an append under way at the interrupt was lost)"
 	}
 	l += fmt.Sprintf(", %d already in the log", s.Skipped)
 	if n := len(s.Errors); n > 0 {
 		l += fmt.Sprintf("; %d stopped at an error", n)
 	}
-	if s.NotStarted > 0 {
+	switch {
+	case s.Interrupted > 0 && s.NotStarted > 0:
+		l += fmt.Sprintf("; %d stopped part way and %d not started: the import was interrupted (importing again resumes)", s.Interrupted, s.NotStarted)
+	case s.Interrupted > 0:
+		l += fmt.Sprintf("; %d stopped part way: the import was interrupted (importing again resumes)", s.Interrupted)
+	case s.NotStarted > 0:
 		l += fmt.Sprintf("; %s not started: the import was interrupted (importing again resumes)", plural(s.NotStarted, kind))
 	}
 	return l
@@ -303,6 +317,9 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 				for _, u := range grp {
 					rs, err := r.Import(ctx, u, prog.line)
 					path, _ := p.f.File(u)
+					// An error the interrupt caused stops the file part way;
+					// it is said once, by the caller, not file by file.
+					interrupted := err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 					mu.Lock()
 					if what, ok := p.yet[path]; ok && err == nil && len(rs) == 1 && rs[0].Appended == 0 && rs[0].Lines == 0 && len(rs[0].Warnings) == 0 {
 						nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(p.given[path], path), what))
@@ -323,7 +340,10 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 						sum.Appended += r.Appended
 						sum.Skipped += r.Skipped
 					}
-					if err != nil {
+					if interrupted {
+						sum.Interrupted++
+						sum.unknown = sum.unknown || errors.Is(err, natslog.ErrUnknownOutcome)
+					} else if err != nil {
 						sum.Errors = append(sum.Errors, err.Error())
 						if _, ok := errors.AsType[*DivergedError](err); ok {
 							sum.Diverged++

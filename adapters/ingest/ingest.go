@@ -1255,6 +1255,28 @@ func conflicted(o *events.Observation, err error) events.Observation {
 	}
 }
 
+// appendGrace is how long after an interrupt an import waits for an
+// append under way (and what its lines release) before giving it up: the
+// log's own timeouts end a stuck append sooner.
+const appendGrace = 15 * time.Second
+
+// afterStop returns a context with ctx's values that ends d after ctx
+// does (its cause then says so), not with it, and the function that
+// releases its resources.
+func afterStop(ctx context.Context, d time.Duration) (context.Context, func()) {
+	g, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(d, func() {
+			cancel(fmt.Errorf("%w: an append under way was given up %s after the interrupt (%v)", context.Canceled, d, context.Cause(ctx)))
+		})
+		context.AfterFunc(g, func() { t.Stop() })
+	})
+	return g, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
 // maxRunLines bounds the lines ImportFile decides together; each line
 // yields at least one event, so more could not go into one atomic batch
 // (events.MaxBatch) anyway.
@@ -1291,7 +1313,17 @@ type lineOutcome struct {
 // progress hear of every line.
 func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path string, src LineSource, run []runLine, refs *lineRefs, res *FileResult, progress func(line int)) error {
 	same := map[int]bool{} // sameLine's verdicts, by line, kept across attempts
+	// An interrupt (ctx ending) stops the run between its appends, never
+	// within one: an append under way, and the releases of what its
+	// lines report done, are waited for, so that what the import says it
+	// appended is what the log holds (up to appendGrace after the
+	// interrupt, then they end too).
+	actx, release := afterStop(ctx, appendGrace)
+	defer release()
 	for len(run) > 0 {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, run[0].n, err)
+		}
 		var (
 			outs      []lineOutcome
 			stop      error
@@ -1394,12 +1426,12 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			addCopied()
 			return evs, nil
 		}
-		_, st, err := in.x.Execute(ctx, agg, decide)
+		_, st, err := in.x.Execute(actx, agg, decide)
 		for tries := 0; errors.Is(err, errStaleRefs) && tries < 8; tries++ {
-			if err = refs.load(ctx, in.x.Log, agg); err != nil {
+			if err = refs.load(actx, in.x.Log, agg); err != nil {
 				return fmt.Errorf("%s:%d: %w", path, run[0].n, err)
 			}
-			_, st, err = in.x.Execute(ctx, agg, decide)
+			_, st, err = in.x.Execute(actx, agg, decide)
 		}
 		if err == nil {
 			refs.add(mine)
@@ -1437,11 +1469,11 @@ func (in *Ingester) appendRun(ctx context.Context, agg events.Aggregate, path st
 			} else {
 				res.Appended++
 				o, _ := events.Observed(rl.obs.Data)
-				if err := in.release(ctx, agg, rl.obs, o); err != nil {
+				if err := in.release(actx, agg, rl.obs, o); err != nil {
 					return fmt.Errorf("%s:%d: %w", path, rl.n, err)
 				}
 				after := session.State{Parent: out.parent, AgentID: out.agentID, TurnOpen: out.turnOpen}
-				if err := in.finished(ctx, agg, after, rl.obs, o); err != nil {
+				if err := in.finished(actx, agg, after, rl.obs, o); err != nil {
 					return fmt.Errorf("%s:%d: %w", path, rl.n, err)
 				}
 			}
