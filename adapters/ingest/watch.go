@@ -448,7 +448,7 @@ func (w *watcher) prepare(ctx context.Context, name string) *watchJob {
 		w.cfg.Report(fmt.Sprintf("%v; it is not read, other transcripts are still followed", hookspool.NotRegular(name, st.Mode())))
 		return nil
 	}
-	if err := CheckPrivate(name, w.in.private); err != nil {
+	if err := w.private(name); err != nil {
 		if seen && f.special && f.dev == dev && f.ino == ino {
 			return nil
 		}
@@ -490,6 +490,25 @@ func (w *watcher) prepare(ctx context.Context, name string) *watchJob {
 		ictx = withFoundRead(ctx)
 	}
 	return &watchJob{name: name, f: f, ctx: ictx, session: f.session, changed: changed, dev: dev, ino: ino, size: size}
+}
+
+// private returns an error wrapping ErrPrivate when the file name leads
+// into the data dir: through symbolic links (CheckPrivate) or, opened,
+// as a hard link to a file there (OpenTranscript's CheckOpened), so that
+// not even its first line is read to tell whether it is a transcript.
+// A file that cannot be opened passes: its import says why.
+func (w *watcher) private(name string) error {
+	if err := CheckPrivate(name, w.in.private); err != nil {
+		return err
+	}
+	f, _, err := OpenTranscript(name, w.in.private)
+	if errors.Is(err, ErrPrivate) {
+		return err
+	}
+	if err == nil {
+		f.Close()
+	}
+	return nil
 }
 
 // done takes in what the import of j did: the file's identity and size
