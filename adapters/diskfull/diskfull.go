@@ -100,6 +100,16 @@ func (p *Pause) hold(dir, why string) {
 	p.setLocked(dir, why)
 }
 
+// restate replaces the reason of the pause the Guard on dir holds with
+// why (the free space now), saying nothing: the pause goes on.
+func (p *Pause) restate(dir, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held && p.dir == dir && !p.since.IsZero() {
+		p.why = why
+	}
+}
+
 // unhold marks the log's appends let go by the Guard on dir, and the
 // pause over when it was the Guard's (a full part's pause goes on until
 // Watch's probes clear it).

@@ -157,12 +157,24 @@ func (g *Guard) look(ctx context.Context, p *Pause) {
 		return
 	}
 	if g.known && want == g.held {
+		if want {
+			p.restate(g.Dir, heldWhy(left, reserve)) // the free space now, not at the start
+		}
 		return
 	}
 	if want {
-		p.hold(g.Dir, fmt.Sprintf("%d bytes free, under the log's reserve of %d MiB: appends are held so that no atomic batch is cut by a full disk", left, reserve>>20))
+		p.hold(g.Dir, heldWhy(left, reserve))
 	} else if g.known {
 		p.unhold(g.Dir)
 	}
 	g.held, g.known = want, true
+}
+
+// heldWhy is the reason of a Guard's pause: left bytes free, under (or
+// not yet far enough above) the reserve.
+func heldWhy(left, reserve int64) string {
+	if left < reserve {
+		return fmt.Sprintf("%d bytes free, under the log's reserve of %d MiB: appends are held so that no atomic batch is cut by a full disk", left, reserve>>20)
+	}
+	return fmt.Sprintf("%d bytes free, not yet a quarter above the log's reserve of %d MiB: appends are held so that no atomic batch is cut by a full disk", left, reserve>>20)
 }

@@ -108,6 +108,10 @@ func TestGuard_HoldsUnderTheReserve(t *testing.T) {
 	if err := room(); err == nil || !strings.Contains(err.Error(), "held until a quarter more than the log's reserve of 16 MiB is free") {
 		t.Errorf("Room while the pause says held, above the reserve: %v", err)
 	}
+	// The pause says the free space now, not at its start.
+	if s := p.String(); !strings.Contains(s, "not yet a quarter above the log's reserve of 16 MiB") {
+		t.Errorf("pause held above the reserve: %q", s)
+	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
