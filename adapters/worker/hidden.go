@@ -132,8 +132,8 @@ func AccountHomes(passwd string) []string {
 // a command of any mode, full_access included, never works on the data
 // dir's credentials, spool or views, nor on a credential directory. ws
 // and the paths are compared with their symbolic links resolved where
-// they resolve (else cleaned). The error names ws and the path it lies
-// in.
+// they resolve (else cleaned). The error names ws as given (and where
+// it leads, when a symbolic link does) and the path it lies in.
 func CheckHidden(ws string, hide, keep []string) error {
 	return resolveHidden(hide).check(ws, keep)
 }
@@ -174,7 +174,12 @@ func resolveHidden(hide []string) hiddenReals {
 // check is CheckHidden of workspace ws against h, with keep.
 func (h hiddenReals) check(ws string, keep []string) error {
 	var rs sandbox.Resolver
+	given := ws
 	ws = resolvedBy(&rs, ws)
+	if ws != filepath.Clean(given) {
+		// Named as given, then where it leads.
+		given = fmt.Sprintf("%s (it resolves to %s)", given, ws)
+	}
 	for _, k := range keep {
 		if within(ws, resolvedBy(&rs, k)) {
 			return nil
@@ -182,13 +187,13 @@ func (h hiddenReals) check(ws string, keep []string) error {
 	}
 	for _, r := range h.paths {
 		if within(ws, r) {
-			return fmt.Errorf("workspace %s lies in %s (the data dir or a credential directory), which no command may work on in any mode", ws, r)
+			return fmt.Errorf("workspace %s lies in %s (the data dir or a credential directory), which no command may work on in any mode", given, r)
 		}
 	}
 	// A bind mount shows a hidden path at another place too.
 	for _, a := range h.aliases {
 		if within(ws, a) {
-			return fmt.Errorf("workspace %s lies in %s, a mount of the data dir or a credential directory, which no command may work on in any mode", ws, a)
+			return fmt.Errorf("workspace %s lies in %s, a mount of the data dir or a credential directory, which no command may work on in any mode", given, a)
 		}
 	}
 	return nil
