@@ -95,6 +95,16 @@ func runUsage(cmd *cobra.Command, g *globals, q usage.Query, since, sess, tz str
 			err = writeJSON(g.stdout, rep)
 		} else {
 			err = term.Print(g.stdout, func(w io.Writer) error { return term.Usage(w, rep, time.Now()) })
+			if err == nil && len(rep.Lines) == 0 && len(rep.Subagents) == 0 && len(rep.Copied) == 0 {
+				switch {
+				case sess != "":
+					fmt.Fprintf(g.stderr, "no usage recorded for session %s: its agent reported no model call with tokens\n", sess)
+				case !from.IsZero():
+					fmt.Fprintf(g.stderr, "no usage recorded since %s\n", from.In(loc).Format(time.RFC3339))
+				default:
+					fmt.Fprintln(g.stderr, "no usage recorded yet: no session's agent reported a model call with tokens")
+				}
+			}
 			if err == nil && q.Check && len(rep.Checks) == 0 {
 				fmt.Fprintln(g.stderr, "check: no session's agent reported its own running total (Codex does; Claude Code's transcripts carry none)")
 			}
