@@ -188,6 +188,9 @@ func shellWord(path string) string {
 // line: the 1-based line number where it differs and what happened there.
 // DivergedError and import's warnings say the same.
 func divergence(imported, found events.Fingerprint, size int64) (int, string) {
+	if found.SHA256 == "" && size == 0 {
+		return 1, fmt.Sprintf("it is empty now (%d lines, %d bytes imported)", imported.Line, imported.End)
+	}
 	if found.SHA256 == "" {
 		return found.Line + 1, fmt.Sprintf("it is shorter than what was imported, truncated after line %d (%d bytes now; %d lines, %d bytes imported)", found.Line, size, imported.Line, imported.End)
 	}
