@@ -22,6 +22,7 @@ import (
 // told to pass them. The follower started again as before follows the
 // log as it did.
 func TestFollowerStopped_NoLogStartedThere(t *testing.T) {
+	t.Parallel() // its own data dirs and serves; it mostly waits on them
 	bin := soakBuild(t)
 	origin, follower := t.TempDir(), filepath.Join(t.TempDir(), "follower")
 	start := func(args ...string) *exec.Cmd {
