@@ -19,6 +19,7 @@ import (
 )
 
 func TestAdmission(t *testing.T) {
+	t.Parallel()
 	sess := func(mode, cwd string) session.State {
 		return session.State{ID: "s1", Ver: 3, Mode: mode, ModeRevision: 2, Cwd: cwd}
 	}
@@ -72,6 +73,7 @@ func TestAdmission(t *testing.T) {
 // A request wider than its session's mode is refused before anything
 // starts, with the reason in command.refused.
 func TestWorker_RefusesWiderThanSession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	ro := "s-ro-" + strings.ToLower(ulid.Make().String())
@@ -101,6 +103,7 @@ func TestWorker_RefusesWiderThanSession(t *testing.T) {
 // only with an allow verdict granting it, in auto mode, at the mode
 // revision the review was asked at.
 func TestAdmission_Elevation(t *testing.T) {
+	t.Parallel()
 	granted := func(verdict, grant string, rev, now int, mode string) session.State {
 		return session.State{ID: "s1", Ver: 9, Mode: mode, ModeRevision: now, Decided: []session.DecidedReview{
 			{ID: "elev-1", Verdict: verdict, Outcome: "approved", Grant: grant, Revision: rev},
@@ -138,6 +141,7 @@ func TestAdmission_Elevation(t *testing.T) {
 // nothing of it run; a pin made before identities were kept (the path
 // alone) still admits the directory at its path.
 func TestWorker_SessionDirectoryReplacedAtItsPath(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	cfg := e.workerConfig()
 	cfg.Pins = filepath.Join(t.TempDir(), "pins")
@@ -189,6 +193,7 @@ func mustEval(t *testing.T, p string) string {
 // link, after this worker first ran a command of the session, does not
 // widen the bound: a later command outside it is refused.
 func TestWorker_SessionDirectoryPinned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	first := e.submit(e.request(events.ModeFullAccess, "true"))
@@ -226,6 +231,7 @@ func TestWorker_SessionDirectoryPinned(t *testing.T) {
 // worker would; it used to take the link for the directory as first
 // found. The pins are files in Config.Pins, one per session, whole.
 func TestWorker_SessionDirectoryPinnedForEveryWorker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	pins := t.TempDir()
 	cfg := e.workerConfig()
@@ -276,6 +282,7 @@ func TestWorker_SessionDirectoryPinnedForEveryWorker(t *testing.T) {
 // first stays; a reader without a resolution reads it; a torn pin is an
 // error, never a pin.
 func TestPinFile_FirstWins(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "pins")
 	if pin, ok, err := pinFile(dir, "s1", ""); ok || err != nil || pin != "" {
 		t.Fatalf("no pin yet: %q %v %v", pin, ok, err)
@@ -317,6 +324,7 @@ func TestPinFile_FirstWins(t *testing.T) {
 // full_access included, before anything runs; one in a kept directory
 // there (a workspace root) runs.
 func TestWorker_RefusesHiddenWorkspace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	sub := filepath.Join(e.ws, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
@@ -342,6 +350,7 @@ func TestWorker_RefusesHiddenWorkspace(t *testing.T) {
 // symbolic link are refused; a kept directory inside, and a parent, are
 // not.
 func TestCheckHidden(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -379,6 +388,7 @@ func TestCheckHidden(t *testing.T) {
 // resolution (a link swapped meanwhile) is made again, and a workspace
 // that lies in a hidden path is refused whatever that check found.
 func TestAdmit_HiddenCheckOfAnotherWorkspace(t *testing.T) {
+	t.Parallel()
 	dir := mustEval(t, t.TempDir())
 	ws := filepath.Join(dir, "data", "ws")
 	if err := os.MkdirAll(ws, 0o755); err != nil {

@@ -25,6 +25,7 @@ import (
 // the position and never the value, with nothing appended to the log;
 // ordinary commands with the same letters are requested.
 func TestClient_RefusesSecretArgs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	const pw = "C0rrectH0rse!"
 	for _, tc := range []struct {
@@ -74,6 +75,7 @@ func TestClient_RefusesSecretArgs(t *testing.T) {
 // nothing runs (under bubblewrap); a clean request appended the same way
 // runs.
 func TestWorker_RefusesSecretArgsAppendedDirectly(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())

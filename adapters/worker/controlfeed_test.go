@@ -22,6 +22,7 @@ import (
 // again once the stream takes consumers, and a stop request made after
 // that still stops its command.
 func TestWorker_ControlFeedRecreated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	var logs natslogtest.Buffer
 	cfg := e.workerConfig()

@@ -23,6 +23,7 @@ import (
 // directories, not the system's directories system accounts name as
 // their home, nor / or a relative path, nor one that is not there.
 func TestAccountHomes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mine := filepath.Join(dir, "me")
 	if err := os.Mkdir(mine, 0o755); err != nil {
@@ -55,6 +56,7 @@ short:x
 // only its own: run as root, it serves sessions whose directories are
 // other users' homes.
 func TestHiddenPaths_OtherAccounts(t *testing.T) {
+	t.Parallel()
 	u, err := user.Lookup("lbtest")
 	if err != nil {
 		t.Skipf("no user lbtest on this host (.ci/run makes it): %v", err)
@@ -87,6 +89,7 @@ func ownedBy(fi os.FileInfo, uid int) bool {
 // home made after its account; with the homes unchanged, it answers with
 // the paths it built before.
 func TestHiddenSet_NewAccount(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	uid := os.Getuid()
 	first, later := filepath.Join(dir, "first"), filepath.Join(dir, "later")
@@ -141,6 +144,7 @@ func TestHiddenSet_NewAccount(t *testing.T) {
 // path alone (filepath.EvalSymlinks), for names that are there, are not,
 // are links out of the directory, links to links, and dangling links.
 func TestCheckHidden_ListedAsResolved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	elsewhere := filepath.Join(dir, "elsewhere")
@@ -216,6 +220,7 @@ func BenchmarkCheckHidden(b *testing.B) {
 // refused in every mode as the data dir itself is. Making mounts needs
 // root.
 func TestCheckHidden_BindMount(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("making bind mounts needs root")
 	}

@@ -15,6 +15,7 @@ import (
 // while a watch reads leaves it to read on with one of its own, from
 // where it was: the output whole, none of it twice.
 func TestWatchHub(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	hub := NewWatchHub(e.srv.Conn())
@@ -113,6 +114,7 @@ func TestWatchHub(t *testing.T) {
 // watch, when it reads at last, reads the command whole on a consumer
 // of its own.
 func TestWatchHub_SlowWatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	hub := NewWatchHub(e.srv.Conn())
@@ -171,6 +173,7 @@ func TestWatchHub_SlowWatch(t *testing.T) {
 // command in the background: the route PrepareWatch registered on the
 // hub is removed all the same, as is one dropped after a failed request.
 func TestWatchHub_NoWait(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	hub := NewWatchHub(e.srv.Conn())

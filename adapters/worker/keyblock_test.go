@@ -21,6 +21,7 @@ import (
 // text around the blocks. A block whose END never comes hides the rest
 // of the output, also after the command exits.
 func TestWorker_KeyBlockSlowLines(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
@@ -67,6 +68,7 @@ func TestWorker_KeyBlockSlowLines(t *testing.T) {
 // TestOutRedactor_KeyBlockIdle: the worker's idle flush, however often it
 // fires, never lets the inside of an open key block go; close drops it.
 func TestOutRedactor_KeyBlockIdle(t *testing.T) {
+	t.Parallel()
 	var got bytes.Buffer
 	o := newOutRedactor(redact.Default(), func(c sandbox.Chunk) { got.Write(c.Data) })
 	o.write(sandbox.Chunk{Stream: sandbox.Stdout, Data: []byte("-----BEGIN RSA PRIVATE KEY-----\n")})

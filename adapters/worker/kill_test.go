@@ -61,6 +61,7 @@ func (e *testEnv) startHelperWorker(t *testing.T, env ...string) *exec.Cmd {
 // TestWorker_KilledWorker, it is a worker of its own connected to the
 // parent's server over TCP, and runs until it is killed.
 func TestHelperWorker(t *testing.T) {
+	t.Parallel()
 	url := os.Getenv(helperURL)
 	if url == "" {
 		t.Skip("helper process for TestWorker_KilledWorker")
@@ -87,6 +88,7 @@ func TestHelperWorker(t *testing.T) {
 }
 
 func TestWorker_KilledWorker(t *testing.T) {
+	t.Parallel()
 	// A worker process is killed with SIGKILL while its command writes
 	// output; a worker started afterwards on the same host finds the
 	// command orphaned at once (the process is gone), abandons it, and the
@@ -164,6 +166,7 @@ func TestWorker_KilledWorker(t *testing.T) {
 // on the host; the next worker of the same ledger removes them when it
 // starts, with the command abandoned, and leaves a person's own file.
 func TestWorker_KilledWorkerPlaceholders(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true)
 	if sandbox.Available(t.Context(), "") != nil {
 		t.Skip("no bubblewrap: workspace_write cannot run")
@@ -229,6 +232,7 @@ const (
 // as a worker does before its command.started, says so, and waits to be
 // killed.
 func TestHelperHeldBoundary(t *testing.T) {
+	t.Parallel()
 	ws := os.Getenv(helperHeldWS)
 	if ws == "" {
 		t.Skip("helper process for TestWorker_SweepsAHeldBoundaryOfADeadWorker")
@@ -251,6 +255,7 @@ func TestHelperHeldBoundary(t *testing.T) {
 // records nothing, the sweep finds it all the same (by the marker its
 // argv[0] carries, see sandbox.SweepBoundaries).
 func TestWorker_SweepsAHeldBoundaryOfADeadWorker(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	for _, withLedger := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ledger=%v", withLedger), func(t *testing.T) {

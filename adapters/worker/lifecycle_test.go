@@ -58,6 +58,7 @@ func (e *testEnv) endSession(reason string) events.Envelope {
 }
 
 func TestWorker_SessionEndStopsItsCommands(t *testing.T) {
+	t.Parallel()
 	// A session with a running full_access command whose tree holds a
 	// setsid grandchild ends: its workers append stop_requested with the
 	// end as cause, the command's worker stops the whole tree, and the
@@ -127,6 +128,7 @@ func TestWorker_SessionEndStopsItsCommands(t *testing.T) {
 }
 
 func TestWorker_SessionEndWhileNoWorkerRuns(t *testing.T) {
+	t.Parallel()
 	// The end lands while no worker runs (they crashed, or the end came
 	// from another host): the queued command never runs. Which of the
 	// next worker's two readers meets the end first is a race: its
@@ -163,6 +165,7 @@ func TestWorker_SessionEndWhileNoWorkerRuns(t *testing.T) {
 }
 
 func TestWorker_LingeringRecorded(t *testing.T) {
+	t.Parallel()
 	// A full_access command leaves a setsid descendant holding its output
 	// open. Where the command has a cgroup (command.running names it), the
 	// descendant dies with the command; where it has none, it lingers and
@@ -186,6 +189,7 @@ func TestWorker_LingeringRecorded(t *testing.T) {
 }
 
 func TestWorker_KilledWorkersTreeDies(t *testing.T) {
+	t.Parallel()
 	// A worker process is SIGKILLed while it runs a full_access command
 	// whose shell has children in its process group and a setsid
 	// grandchild: the leader dies of its parent-death signal, and the
@@ -232,6 +236,7 @@ func TestWorker_KilledWorkersTreeDies(t *testing.T) {
 // reason worker_stopping), so the exit that follows, stopped, names who
 // stopped it and why; the command's tree dies.
 func TestWorker_StoppingRecordsWhyItsCommandsStop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	w, stop := e.startWorker(e.workerConfig())
 	token := uniqueSleep(t)

@@ -11,6 +11,7 @@ import (
 // Output past the cap is read and counted, not stored, and command.exited
 // says so, with the limits the command ran under.
 func TestWorker_OutputCap(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	cfg := e.workerConfig()
 	cfg.MaxOutputBytes = 1000

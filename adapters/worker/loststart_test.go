@@ -15,6 +15,7 @@ import (
 // entry is closed again (no worker started the command), nothing runs.
 // A start lost to another worker's leaves the entry to that worker.
 func TestWorker_LostStartSettlesItsEntry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	w, err := New(e.workerConfig()) // not run: this test takes the requests itself
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 // appended: they are kept in the log for good and the folders are where
 // the command runs, so none can be redacted.
 func TestClient_RefusesSecretNames(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	secret := "gl" + "pat-" + "Zq3Xv9Lm4Tn7Pw2Rk8Hs"
 	for _, tc := range []struct {
@@ -64,6 +65,7 @@ func TestClient_RefusesSecretNames(t *testing.T) {
 // by the worker (cause worker/secrets), the reason naming the field and
 // never the value, and nothing runs.
 func TestWorker_RefusesSecretNamesAppendedDirectly(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
@@ -120,6 +122,7 @@ func TestWorker_RefusesSecretNamesAppendedDirectly(t *testing.T) {
 // worker's own directory there, not the one the requester checked) is
 // refused by the worker, naming the path, and nothing runs.
 func TestWorker_RefusesMagicLinkWorkspace(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())

@@ -21,6 +21,7 @@ import (
 // their requests in the log, never two at a time, and none is left
 // requested.
 func TestWorker_WaitingWritersStartInRequestOrder(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
@@ -81,6 +82,7 @@ func TestWorker_WaitingWritersStartInRequestOrder(t *testing.T) {
 // worker: the second must wait for the first to end, though the first
 // holds no lock yet.
 func TestWorker_StartedWriterHoldsItsWorkspace(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())

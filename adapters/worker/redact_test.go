@@ -15,6 +15,7 @@ import (
 // partial line (a prompt) is stored after a quiet pause, and the stored
 // offsets of each stream are those of the bytes stored.
 func TestOutRedactor(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []sandbox.Chunk
 	o := newOutRedactor(redact.Default(), func(c sandbox.Chunk) {

@@ -14,6 +14,7 @@ import (
 // to links, links out through .., and a file taken for a directory,
 // whatever order the paths come in.
 func TestResolver_AsEvalSymlinks(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	mk := func(p string) {
 		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {

@@ -15,6 +15,7 @@ import (
 // asked again until it is served; any other error ends it at once, and
 // so does the end of ctx.
 func TestUntilServed(t *testing.T) {
+	t.Parallel()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	unavailable := &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}
 	storeFull := &jetstream.APIError{Code: 500, ErrorCode: 10012, Description: "error creating store for consumer"}

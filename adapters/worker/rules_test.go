@@ -38,6 +38,7 @@ func (e *testEnv) storedOutput(ctx context.Context, id string) []byte {
 // rules are followed as they change, in the output of a command already
 // running. A refusal reason quoting the request is redacted the same way.
 func TestWorker_RedactsByItsRules(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	one, err := redact.New([]string{`acme-[0-9]{7}`})
@@ -123,6 +124,7 @@ func TestWorker_RedactsByItsRules(t *testing.T) {
 // pause, and a keyword printed before the pause is redacted with the
 // value after it.
 func TestWorker_RedactsAcrossAPause(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())

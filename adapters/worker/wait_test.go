@@ -10,6 +10,7 @@ import (
 )
 
 func TestKeyID(t *testing.T) {
+	t.Parallel()
 	a, b := KeyID("s1", "k"), KeyID("s1", "k")
 	if a != b || len(a) != len("key-")+32 || a[:4] != "key-" {
 		t.Errorf("KeyID(s1, k) = %q, %q: want one key- id of 32 hex digits", a, b)
@@ -24,6 +25,7 @@ func TestKeyID(t *testing.T) {
 // workers removed (delete markers in the bucket) count for none, before
 // a live worker's as after it.
 func TestAwaitWorker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	if err := e.client.AwaitWorker(t.Context(), 200*time.Millisecond); !errors.Is(err, ErrNoWorker) {
 		t.Fatalf("AwaitWorker with no worker: %v, want ErrNoWorker", err)
@@ -50,6 +52,7 @@ func TestAwaitWorker(t *testing.T) {
 // that outlasts it is marked as in the background, and a second Wait
 // (a retry) finds it so, not refused.
 func TestWait(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())

@@ -12,6 +12,7 @@ import (
 // would pile up, a few goroutines and some state each, for the server's
 // inactivity threshold).
 func TestWatchDeletesItsConsumer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	id := e.submit(e.request(events.ModeFullAccess, "echo", "hi"))

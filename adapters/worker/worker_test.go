@@ -28,6 +28,7 @@ import (
 )
 
 func TestWorker_RunsACommand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	w, _ := e.startWorker(e.workerConfig())
 	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", "echo out; echo err >&2; exit 3"))
@@ -57,6 +58,7 @@ func TestWorker_RunsACommand(t *testing.T) {
 }
 
 func TestWorker_TTY(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	req := e.request(events.ModeFullAccess, "sh", "-c", `printf '%s %s' "$TERM" "$(stty size)"`)
@@ -71,6 +73,7 @@ func TestWorker_TTY(t *testing.T) {
 }
 
 func TestWorker_CommandNotFound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	id := e.submit(e.request(events.ModeFullAccess, "no-such-command-xyz"))
@@ -81,6 +84,7 @@ func TestWorker_CommandNotFound(t *testing.T) {
 }
 
 func TestClient_BadRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	outside := t.TempDir()
 	for _, tc := range []struct {
@@ -121,6 +125,7 @@ func TestClient_BadRequests(t *testing.T) {
 }
 
 func TestWorker_RefusesCwdOutsideWorkspace(t *testing.T) {
+	t.Parallel()
 	// A request that reached the log without the client's check (another
 	// requester, a symbolic link) is refused by the worker, in every mode.
 	e := newEnv(t, false)
@@ -139,6 +144,7 @@ func TestWorker_RefusesCwdOutsideWorkspace(t *testing.T) {
 }
 
 func TestWorker_LargeOutputWithoutNewline(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	const n = 10 << 20
@@ -165,6 +171,7 @@ func TestWorker_LargeOutputWithoutNewline(t *testing.T) {
 }
 
 func TestWorker_BinaryOutputExact(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	want := make([]byte, 300<<10)
@@ -186,6 +193,7 @@ func TestWorker_BinaryOutputExact(t *testing.T) {
 }
 
 func TestWorker_StopsAChildIgnoringSIGTERM(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `trap '' TERM; echo ready; while :; do sleep 0.05; done`))
@@ -207,6 +215,7 @@ func TestWorker_StopsAChildIgnoringSIGTERM(t *testing.T) {
 }
 
 func TestClient_StopUnknown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	err := e.client.Stop(t.Context(), "01NOSUCHCOMMAND", "tester", "")
 	if !errors.Is(err, events.ErrNotFound) {
@@ -221,6 +230,7 @@ func TestClient_StopUnknown(t *testing.T) {
 }
 
 func TestWorker_StopBeforeStart(t *testing.T) {
+	t.Parallel()
 	// Stopping a request no worker took yet refuses it: it never runs.
 	e := newEnv(t, false)
 	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", "touch ran"))
@@ -243,6 +253,7 @@ func TestWorker_StopBeforeStart(t *testing.T) {
 // (a command elsewhere runs meanwhile), and a stop refuses it; the
 // stopped command never runs, and the first is not disturbed.
 func TestWorker_StopWhileWaitingForWorkspace(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	cfg := e.workerConfig()
@@ -287,6 +298,7 @@ func TestWorker_StopWhileWaitingForWorkspace(t *testing.T) {
 }
 
 func TestWorker_Stdin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	id := e.submit(e.request(events.ModeFullAccess, "sh", "-c", `read a; echo "got $a"; cat`))
@@ -332,6 +344,7 @@ func TestWorker_Stdin(t *testing.T) {
 }
 
 func TestWorker_Restricted(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
@@ -469,6 +482,7 @@ func TestWorker_Restricted(t *testing.T) {
 }
 
 func TestWorker_RefusedWithoutBwrap(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	cfg := e.workerConfig()
 	cfg.Bwrap = "/nonexistent/bwrap"
@@ -484,6 +498,7 @@ func TestWorker_RefusedWithoutBwrap(t *testing.T) {
 }
 
 func TestWorker_RaceForOneRequest(t *testing.T) {
+	t.Parallel()
 	// Two workers take the same request at the same moment, bypassing the
 	// durable consumer that normally hands it to one, and each finds the
 	// other's heartbeat gone (as under load, when a beat comes late), so
@@ -548,6 +563,7 @@ func TestWorker_RaceForOneRequest(t *testing.T) {
 }
 
 func TestWorker_CompetingWorkersStartEachOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	e.startWorker(e.workerConfig())
@@ -593,6 +609,7 @@ func TestWorker_CompetingWorkersStartEachOnce(t *testing.T) {
 }
 
 func TestWorker_HeartbeatLapse(t *testing.T) {
+	t.Parallel()
 	// A worker on another host loses its connection while its command
 	// runs: its heartbeat lapses and a live worker abandons the command.
 	e := newEnv(t, false)
@@ -625,6 +642,7 @@ func TestWorker_HeartbeatLapse(t *testing.T) {
 }
 
 func TestWorker_Backgrounded(t *testing.T) {
+	t.Parallel()
 	// The requester stops waiting and the command goes on in the
 	// background; whenever its process runs, its session is working (the
 	// worker attaches the command before it starts the process, and
@@ -657,6 +675,7 @@ func TestWorker_Backgrounded(t *testing.T) {
 }
 
 func TestClient_RequestRetryAndEviction(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
 	old := e.submit(e.request(events.ModeFullAccess, "sh", "-c", "echo up; while :; do sleep 0.05; done"))
@@ -698,6 +717,7 @@ func TestClient_RequestRetryAndEviction(t *testing.T) {
 }
 
 func TestWorker_TakesOverADeadWorkersClaim(t *testing.T) {
+	t.Parallel()
 	// A worker claimed the request and died before starting it: the
 	// claim names a worker with no heartbeat, and the request is taken
 	// over and run once.
@@ -733,6 +753,7 @@ func TestWorker_TakesOverADeadWorkersClaim(t *testing.T) {
 // the real one, behind a script that counts its starts (the probe's inner
 // start, inside the read-only boundary, cannot write its line).
 func TestWorker_ProbesBwrapOnce(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	real, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -782,6 +803,7 @@ func TestWorker_ProbesBwrapOnce(t *testing.T) {
 // that exits 137 as an exit, and a command that a stop's SIGTERM ended
 // as killed by SIGTERM.
 func TestWorker_ExitOrSignalInEveryMode(t *testing.T) {
+	t.Parallel()
 	needBwrap(t)
 	e := newEnv(t, false)
 	e.startWorker(e.workerConfig())
@@ -826,6 +848,7 @@ func TestWorker_ExitOrSignalInEveryMode(t *testing.T) {
 // A worker named a reporter that is not an executable file is refused:
 // every restricted command would fail.
 func TestNew_RefusesMissingReporter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	cfg := e.workerConfig()
 	cfg.Reporter = filepath.Join(t.TempDir(), "logbook-reporter")
