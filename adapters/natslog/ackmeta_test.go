@@ -14,6 +14,7 @@ import (
 // ordered consumer, as consume does, and checks that ackMeta reads from
 // each reply subject what jetstream's Metadata reads.
 func TestAckMetaAgreesWithMetadata(t *testing.T) {
+	t.Parallel()
 	l, s := newLog(t)
 	reg := events.NewRegistry()
 	var expect uint64
@@ -55,6 +56,7 @@ func TestAckMetaAgreesWithMetadata(t *testing.T) {
 // TestAckMeta reads both forms of the ack subject, and refuses a subject
 // of another shape with an error that names it.
 func TestAckMeta(t *testing.T) {
+	t.Parallel()
 	ns := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC).UnixNano()
 	for _, tc := range []struct {
 		name, reply  string

@@ -72,6 +72,7 @@ func verdict(reg *events.Registry, agg events.Aggregate, ver uint64) events.Enve
 // forgery is folded by Read or Load, each is named with its status, and
 // the next real append on the aggregate still succeeds.
 func TestAttest_QuarantineForgeries(t *testing.T) {
+	t.Parallel()
 	s, admin, l := judgedLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
@@ -166,6 +167,7 @@ func TestAttest_QuarantineForgeries(t *testing.T) {
 // TestAttest_Revocation revokes a key: what it signed before stays
 // attested, what it signs after is refused.
 func TestAttest_Revocation(t *testing.T) {
+	t.Parallel()
 	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, k1, k2)
 	reg := events.NewRegistry()
@@ -218,6 +220,7 @@ func TestAttest_Revocation(t *testing.T) {
 // unregistered key and an unsigned append are refused the same way, and
 // a registered key goes on.
 func TestAttest_RefusesRevokedSigner(t *testing.T) {
+	t.Parallel()
 	k1, k2 := mustKey(t, "writer@h", attestation.RoleWriter), mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, k1, k2)
 	reg := events.NewRegistry()
@@ -297,6 +300,7 @@ func waitObserved(t *testing.T, l *Log, id string, seq uint64) {
 // before it is used is never refused; a Log opened after the revocation
 // refuses its very first append.
 func TestAttest_KeyWatch(t *testing.T) {
+	t.Parallel()
 	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, k1)
 	reg := events.NewRegistry()
@@ -376,6 +380,7 @@ func TestAttest_KeyWatch(t *testing.T) {
 // later is observed and refuses the append after it; appends between ask
 // for no key event.
 func TestAttest_KeyWatchStartsAgain(t *testing.T) {
+	t.Parallel()
 	k1 := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, k1)
 	reg := events.NewRegistry()
@@ -475,6 +480,7 @@ func memStore(t *testing.T) *projections.Store {
 // events without folding them, so a read-your-writes wait for the last
 // event sequence returns.
 func TestAttest_ProjectionMovesPastAForgery(t *testing.T) {
+	t.Parallel()
 	s, l := signingLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
@@ -511,6 +517,7 @@ func TestAttest_ProjectionMovesPastAForgery(t *testing.T) {
 // registered key, is quarantined like any unattested event: no read,
 // load or projection stops at it.
 func TestAttest_JunkStopsNothing(t *testing.T) {
+	t.Parallel()
 	s, l := signingLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
@@ -564,6 +571,7 @@ func TestAttest_JunkStopsNothing(t *testing.T) {
 // with only the pin, learns the key from the log (KeyState), and its
 // revocation.
 func TestAttest_RegisterPublic(t *testing.T) {
+	t.Parallel()
 	s, admin, l := startSigning(t)
 	ctx := t.Context()
 	k := mustKey(t, "writer@other", attestation.RoleWriter)
@@ -626,6 +634,7 @@ func TestAttest_RegisterPublic(t *testing.T) {
 // admin's events after them, signing begins at the admin's, and the key
 // is bound as the admin registered it.
 func TestAttest_ForgedKeyEventsSquatNothing(t *testing.T) {
+	t.Parallel()
 	s, admin, l := judgedLog(t)
 	ctx := t.Context()
 	reg := events.NewRegistry()
@@ -698,6 +707,7 @@ func republish(t *testing.T, nc *nats.Conn, l *Log, seq uint64) uint64 {
 // middle, Follow, Load, LoadAfter, a fresh reader) quarantines it as
 // replayed, naming the original, and the next real decision is attested.
 func TestAttest_ReplayedCopyQuarantined(t *testing.T) {
+	t.Parallel()
 	writer := mustKey(t, "writer@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, writer)
 	l.SetSigner(writer)
@@ -857,6 +867,7 @@ func quarantinedAt(l *Log, seq uint64) (Quarantined, bool) {
 // Judger judges them as one that verifies each itself does (a forgery
 // signed and then edited among them, quarantined by both).
 func TestAttest_JudgerSharesTheLogsChecks(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, serve)
 	l.SetSigner(serve)
@@ -903,6 +914,7 @@ func TestAttest_JudgerSharesTheLogsChecks(t *testing.T) {
 // after it, which cannot be folded onto a state that lacks it. Each is
 // told to Config.OnQuarantine once, however often it is read.
 func TestAttest_GapQuarantinedAsFollowsMissing(t *testing.T) {
+	t.Parallel()
 	writer := mustKey(t, "writer@h", attestation.RoleServe)
 	_, _, l := startSigning(t, writer)
 	l.SetSigner(writer)
@@ -952,6 +964,7 @@ func TestAttest_GapQuarantinedAsFollowsMissing(t *testing.T) {
 // stored afterwards is still observed by the watch and refuses the next
 // append, nothing of it stored. A second Hold starts nothing more.
 func TestAttest_HoldWarmsKeyWatch(t *testing.T) {
+	t.Parallel()
 	k1 := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, _ := startSigning(t, k1)
 	reg := events.NewRegistry()
@@ -1023,6 +1036,7 @@ func TestAttest_HoldWarmsKeyWatch(t *testing.T) {
 // read as attested. A Log on a reader's connection refuses every append
 // as the reader's, not as unsigned.
 func TestAttest_RefusesOutOfRole(t *testing.T) {
+	t.Parallel()
 	worker, writer := mustKey(t, "worker@h", attestation.RoleWorker), mustKey(t, "writer@h", attestation.RoleWriter)
 	s, admin, l := startSigning(t, worker, writer)
 	reg := events.NewRegistry()
@@ -1114,6 +1128,7 @@ func TestAttest_RefusesOutOfRole(t *testing.T) {
 // as a version 1 on a subject that holds an event, and a fresh reader
 // folds it and quarantines the other.
 func TestAttest_ExecutorDecidesPastQuarantinedStart(t *testing.T) {
+	t.Parallel()
 	s, l := signingLog(t)
 	reg := events.NewRegistry()
 	forged := forge(t, s.Conn(), envelope(reg, session("q"), 1, events.SessionStarted{Agent: "cli", Cwd: "/forged"}), 0, nil, nil)
@@ -1142,6 +1157,7 @@ func TestAttest_ExecutorDecidesPastQuarantinedStart(t *testing.T) {
 // stay attested and a SessionEnd hook whose payload says agent_gone,
 // the agent's word, is the writer's to append.
 func TestAttest_ReconcilersFindingsAreServes(t *testing.T) {
+	t.Parallel()
 	serve, writer := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "writer@h", attestation.RoleWriter)
 	s, admin, l := startSigning(t, serve, writer)
 	reg := events.NewRegistry()

@@ -67,6 +67,7 @@ func takenRequests(t *testing.T, s Signer, batches ...events.Batch) []*request {
 // aggregate of it (a filtered read) attests its events from their own
 // headers.
 func TestBatchSig_CommitSignsOnce(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, serve)
 	l.SetSigner(serve)
@@ -136,6 +137,7 @@ func TestBatchSig_CommitSignsOnce(t *testing.T) {
 // each is signed again for what it sends: a one-event member with the
 // single signature, a longer one with a batch of its own messages.
 func TestBatchSig_SplitMembersSignedAgain(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, serve)
 	l.SetSigner(serve)
@@ -183,6 +185,7 @@ func (s singleSigner) Sign(subject, expect string, data []byte) (string, string)
 // A log written with a signature per event, in multi-event decisions and
 // merged commits, is attested by today's reader.
 func TestBatchSig_PerEventLogStillVerifies(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, serve)
 	old := singleSigner{serve}
@@ -218,6 +221,7 @@ func TestBatchSig_PerEventLogStillVerifies(t *testing.T) {
 // signature: each tampered message is quarantined, named, and the
 // batch's other messages, published untouched, are attested.
 func TestBatchSig_Forgeries(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	writer := mustKey(t, "writer@h", attestation.RoleWriter)
 	stranger := mustKey(t, "serve@elsewhere", attestation.RoleServe)

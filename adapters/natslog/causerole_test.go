@@ -23,6 +23,7 @@ import (
 // The same events signed by a role whose code appends them (serve for
 // every cause, a writer for its own) stay attested.
 func TestAttest_CausesAndActorsAreTheirRoles(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	writer := mustKey(t, "writer@h", attestation.RoleWriter)
 	worker := mustKey(t, "worker@h", attestation.RoleWorker)

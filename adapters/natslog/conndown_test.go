@@ -12,6 +12,7 @@ import (
 // answer is not taken for an election ("no leader answered"); a closed
 // one says it is closed; a connected one says nothing.
 func TestConnDown(t *testing.T) {
+	t.Parallel()
 	s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "logbook", Password: NewPassword()})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // TestLog_ReadStopsEarly breaks out of many reads partway: the parallel
 // decoder must shut down cleanly every time, whatever chunk it was in.
 func TestLog_ReadStopsEarly(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	for i := range 8 {
@@ -33,6 +34,7 @@ func TestLog_ReadStopsEarly(t *testing.T) {
 }
 
 func TestLog_LastEventSeq(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	if got, err := l.LastEventSeq(t.Context()); err != nil || got != 0 {
 		t.Fatalf("empty log: %d, %v", got, err)

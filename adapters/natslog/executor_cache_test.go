@@ -71,6 +71,7 @@ func execNext(t *testing.T, x *events.Executor[int], reg *events.Registry, id st
 // drops the least recently used one, which is reloaded from the log —
 // with every event — when next needed.
 func TestExecutorCacheLRU(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()
@@ -109,6 +110,7 @@ func TestExecutorCacheLRU(t *testing.T) {
 // work — and a decision on a settled aggregate folds it from the log
 // with every event.
 func TestExecutorCacheSettled(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()
@@ -137,6 +139,7 @@ func TestExecutorCacheSettled(t *testing.T) {
 // TestExecutorCacheConcurrent: decisions on more aggregates than the
 // cache holds, from many goroutines, keep every state equal to the log's.
 func TestExecutorCacheConcurrent(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	x := countingExecutor(l, reg, 2)
@@ -185,6 +188,7 @@ func TestExecutorCacheConcurrent(t *testing.T) {
 // cached state another process has moved past — the executor catches up
 // with the log first (here another Executor stands for the other process).
 func TestExecutorCacheStale(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()
@@ -234,6 +238,7 @@ func TestExecutorCacheStale(t *testing.T) {
 // aggregate costs reads of its newest events only, not of every stream
 // block it spans (issue 18).
 func TestExecutorConflictCatchesUp(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()
@@ -280,6 +285,7 @@ func TestExecutorConflictCatchesUp(t *testing.T) {
 // catches up and decides again (a worker's cache that last saw a command
 // before its request must not call it "never requested").
 func TestExecutorRefusalIsOfTheCurrentState(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	x := countingExecutor(l, reg, 0)
@@ -307,6 +313,7 @@ func TestExecutorRefusalIsOfTheCurrentState(t *testing.T) {
 // folded, so the fold, which skips a ver it has seen, takes the next
 // decision.
 func TestExecutorReplayedEventSetsNoVerBack(t *testing.T) {
+	t.Parallel()
 	l, s := newLog(t)
 	reg := events.NewRegistry()
 	newX := func() *events.Executor[int] { return countingExecutor(l, reg, 0) }
@@ -383,6 +390,7 @@ func (l *readCounter) LoadAfter(ctx context.Context, agg events.Aggregate, after
 // holds is brought up to date with one read of what follows, and either
 // way it sees what another process appended.
 func TestExecutorStateReadsOnce(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	lc := &readCounter{loadCounter: &loadCounter{Log: l, loads: map[string]int{}}, afters: map[string]int{}}
 	reg := events.NewRegistry()
@@ -414,6 +422,7 @@ func TestExecutorStateReadsOnce(t *testing.T) {
 // entered; with locks shared between aggregates some would wait for
 // another's append and this would never end), and each appends.
 func TestExecutorAggregatesDoNotWait(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	x := countingExecutor(l, reg, 0)

@@ -16,6 +16,7 @@ import (
 // id that is no single subject token (a wildcard) is refused, not looked
 // up as a pattern.
 func TestLog_AggregateExists(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	mustAppend(t, l, decision(events.NewRegistry(), session("s12"), 0, 1, 2))
 	for id, want := range map[string]bool{"s12": true, "s1": false, "s123": false, "s2": false} {
@@ -40,6 +41,7 @@ func TestLog_AggregateExists(t *testing.T) {
 // stored copy that does not decode) is not new; an invalid one is
 // refused.
 func TestLog_NewAggregates(t *testing.T) {
+	t.Parallel()
 	l, srv := newLog(t)
 	nc := srv.Conn()
 	reg := events.NewRegistry()
@@ -80,6 +82,7 @@ func TestLog_NewAggregates(t *testing.T) {
 // answer still leads to a correct decision: the append conflicts and is
 // decided again on the log's state. An aggregate that exists is loaded.
 func TestExecutorStateUnlessNew(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	lc := &loadCounter{Log: l, loads: map[string]int{}}
 	reg := events.NewRegistry()

@@ -16,6 +16,7 @@ import (
 // messages), then sends them as one merged atomic batch; the hold is
 // released only after every append returned.
 func TestLog_HoldGathersAFullBatch(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	release := l.Hold()
@@ -59,6 +60,7 @@ func TestLog_HoldGathersAFullBatch(t *testing.T) {
 // releasing twice is harmless; a Log closed under a hold answers its
 // queued appends.
 func TestLog_HoldReleased(t *testing.T) {
+	t.Parallel()
 	l, s := newLog(t)
 	reg := events.NewRegistry()
 	release := l.Hold()
@@ -97,6 +99,7 @@ func TestLog_HoldReleased(t *testing.T) {
 // its first is answered: every append is stored whole, each session's
 // events in order.
 func TestLog_HoldSendsBeside(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	release := l.Hold()

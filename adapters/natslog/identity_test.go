@@ -18,6 +18,7 @@ import (
 // loss by itself depends on the pull's heartbeats; WatchStream is what
 // notices it.)
 func TestWatchStream_DeletedAndRecreated(t *testing.T) {
+	t.Parallel()
 	l, s := newLog(t)
 	reg := events.NewRegistry()
 	mustAppend(t, l, decision(reg, session("s1"), 0, 1, 3))

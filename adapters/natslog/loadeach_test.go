@@ -18,6 +18,7 @@ import (
 // verdict names that key by its header's bytes, and, past the middle, a
 // forgery quarantined the same way.
 func TestLoadEach_AgreesWithLoadStreamed(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	admin, stranger, a := longSignedSession(t, s)
 	ctx := t.Context()
@@ -135,6 +136,7 @@ func longSignedSession(t *testing.T, s *Server) (admin, stranger *attestation.Ke
 // no consumer once closed, and one of a key, of an aggregate with no
 // events or of an invalid one loads as LoadEach does.
 func TestLoadStart_AgreesWithLoadEach(t *testing.T) {
+	t.Parallel()
 	s := rolesServer(t)
 	admin, _, a := longSignedSession(t, s)
 	ctx := t.Context()
@@ -236,6 +238,7 @@ func TestLoadStart_AgreesWithLoadEach(t *testing.T) {
 // last handed out, never one with a message the reader has not passed,
 // and none at all once the Log quarantined an event.
 func TestBlockPool(t *testing.T) {
+	t.Parallel()
 	p := &blockPool{quarantined: 5}
 	b1 := p.get()
 	p.cut(1)

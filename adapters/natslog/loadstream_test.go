@@ -18,6 +18,7 @@ import (
 // every kind, with Load and with LoadStreamed on fresh readers: the same
 // records, signers and last sequence, and the same events quarantined.
 func TestLoadStreamed_AgreesWithLoad(t *testing.T) {
+	t.Parallel()
 	s, admin, l := judgedLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
@@ -98,6 +99,7 @@ func TestLoadStreamed_AgreesWithLoad(t *testing.T) {
 // fails with a *DecodeError naming its sequence, as Load does, and
 // returns no records.
 func TestLoadStreamed_UndecodableIsAnError(t *testing.T) {
+	t.Parallel()
 	l, s := newLog(t)
 	reg := events.NewRegistry()
 	a := session("a")
@@ -121,6 +123,7 @@ func TestLoadStreamed_UndecodableIsAnError(t *testing.T) {
 // events are asked for once (and once more for the load's first event),
 // not once per event, and the loads agree.
 func TestLoad_AsksForKeysOnce(t *testing.T) {
+	t.Parallel()
 	s, admin, l := judgedLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestLog_AppendLoadRead(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	s1, w1 := session("s1"), events.Aggregate{Kind: events.KindWorkspace, ID: "w1"}
@@ -80,6 +81,7 @@ func TestLog_AppendLoadRead(t *testing.T) {
 }
 
 func TestLog_AppendConflict(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	s1 := session("s1")
@@ -106,6 +108,7 @@ func TestLog_AppendConflict(t *testing.T) {
 }
 
 func TestLog_AppendInvalid(t *testing.T) {
+	t.Parallel()
 	reg := events.NewRegistry()
 	s1 := session("s1")
 	tests := []struct {
@@ -173,6 +176,7 @@ func TestLog_AppendInvalid(t *testing.T) {
 }
 
 func TestLog_AppendReadMaxBatch(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	a := mustAppend(t, l, decision(events.NewRegistry(), session("s1"), 0, 1, events.MaxBatch))
 	if want := (events.Appended{First: 1, Last: events.MaxBatch}); a != want {
@@ -207,6 +211,7 @@ func TestLog_AppendReadMaxBatch(t *testing.T) {
 }
 
 func TestLog_AppendDuplicate(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	s1 := session("s1")
@@ -239,6 +244,7 @@ func TestLog_AppendDuplicate(t *testing.T) {
 }
 
 func TestLog_AppendCancelledBeforeSend(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -249,6 +255,7 @@ func TestLog_AppendCancelledBeforeSend(t *testing.T) {
 }
 
 func TestLog_Close(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	if err := l.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -266,6 +273,7 @@ func TestLog_Close(t *testing.T) {
 // its own decisions by Expect. Every append must succeed, versions must be
 // dense per aggregate, and the committer must have merged decisions.
 func TestLog_GroupCommit(t *testing.T) {
+	t.Parallel()
 	const writers, rounds = 64, 10
 	for _, mergeMin := range []int{1, DefaultMergeMin} {
 		t.Run(fmt.Sprintf("MergeMin=%d", mergeMin), func(t *testing.T) {
@@ -330,6 +338,7 @@ func testGroupCommit(t *testing.T, writers, rounds, mergeMin int) {
 // directly with one merged batch of five decisions: a conflict and a
 // re-sent committed batch among them. Only those two may fail.
 func TestLog_MergedBatchMemberFailsAlone(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	a0 := mustAppend(t, l, decision(reg, session("m0"), 0, 1, 1))
@@ -389,6 +398,7 @@ func TestLog_MergedBatchMemberFailsAlone(t *testing.T) {
 }
 
 func TestPick(t *testing.T) {
+	t.Parallel()
 	reg := events.NewRegistry()
 	req := func(id string, n int) *request {
 		r, err := newRequest(decision(reg, session(id), 0, 1, n), nil)
@@ -455,6 +465,7 @@ func TestPick(t *testing.T) {
 // a caller whose ctx ends gets: before its decision is taken into a batch,
 // a plain ctx error and the decision is dropped; after, ErrUnknownOutcome.
 func TestLog_AppendCancelHandoff(t *testing.T) {
+	t.Parallel()
 	reg := events.NewRegistry()
 	for _, tc := range []struct {
 		name    string
@@ -500,6 +511,7 @@ func TestLog_AppendCancelHandoff(t *testing.T) {
 // outcome was unknown), is not a duplicate: nothing of it was stored,
 // and Append must not report it appended.
 func TestLog_AppendDuplicateIDOfAnotherBatch(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	s1 := session("s1")
@@ -524,6 +536,7 @@ func TestLog_AppendDuplicateIDOfAnotherBatch(t *testing.T) {
 // its decision is sent, as malformed (no retry stores it), not as an
 // append whose outcome is unknown.
 func TestAppend_OverMaxPayload(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	agg := session("big")
 	mustAppend(t, l, decision(l.reg, agg, 0, 1, 1))

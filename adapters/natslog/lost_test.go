@@ -15,6 +15,7 @@ import (
 // as its stream deleted (a serve stops the moment it sees its stream
 // gone); any other failure on a server gone stays what it was.
 func TestStreamLost_ConsumerDeletedThenServerGone(t *testing.T) {
+	t.Parallel()
 	srv, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

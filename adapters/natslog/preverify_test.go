@@ -21,6 +21,7 @@ import (
 // exactly what a read without it does, and makes no more Ed25519
 // verifications than there are events past the statement.
 func TestAttest_PreverifiedFoldQuarantinesTheSame(t *testing.T) {
+	t.Parallel()
 	k1, k2 := mustKey(t, "serve@h", attestation.RoleServe), mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, k1, k2)
 	reg := events.NewRegistry()
@@ -78,6 +79,7 @@ func TestAttest_PreverifiedFoldQuarantinesTheSame(t *testing.T) {
 // quarantined as not the leaf its proof puts under the root, and makes
 // no more Ed25519 verifications.
 func TestAttest_PreverifiedBatchTail(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, serve)
 	l.SetSigner(serve)
@@ -147,6 +149,7 @@ func TestAttest_PreverifiedBatchTail(t *testing.T) {
 // what a read without pre-verification does, with no more Ed25519
 // verifications.
 func TestAttest_PreverifiedShortTailByGets(t *testing.T) {
+	t.Parallel()
 	k := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, k)
 	l.SetSigner(k)
@@ -240,6 +243,7 @@ func foldBothWays(t *testing.T, s *Server, admin *attestation.Key, j *Judged) (m
 // pre-verification does: a message changed inside a batch whose first
 // message was checked is still caught by its own proof.
 func TestAttest_PreverifiedLongBatchesHopped(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, serve)
 	l.SetSigner(serve)
@@ -307,6 +311,7 @@ func TestAttest_PreverifiedLongBatchesHopped(t *testing.T) {
 // to its last event: through a whole read of several chunks, and through
 // one stopped mid-chunk.
 func TestAttest_ReadKeepsOrderStates(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, serve)
 	l.SetSigner(serve)

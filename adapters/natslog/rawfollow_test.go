@@ -17,6 +17,7 @@ import (
 // store and port: every message appended before, between and after
 // comes once, in order, with its judged headers.
 func TestFollowRaw_ServerRestart(t *testing.T) {
+	t.Parallel()
 	dir, pass := t.TempDir(), NewPassword()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -132,6 +133,7 @@ func TestFollowRaw_ServerRestart(t *testing.T) {
 // subject, so its order state before is the empty one, not loaded) and
 // the ones after it live, and judges each as a read from the start does.
 func TestFollow_NewAggregateJudgedAsFromStart(t *testing.T) {
+	t.Parallel()
 	writer := mustKey(t, "writer@h", attestation.RoleServe)
 	s, admin, l := startSigning(t, writer)
 	l.SetSigner(writer)

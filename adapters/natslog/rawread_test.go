@@ -64,6 +64,7 @@ func consumedMsgs(t *testing.T, l *Log, subject string, from, end uint64) []Msg 
 // inbox and consumers held to the role's permissions), across several
 // pulls: the same messages, headers, bodies and times.
 func TestRawRead_AgreesWithConsume(t *testing.T) {
+	t.Parallel()
 	reg := events.NewRegistry()
 	a, b := session("a"), session("b")
 	s := rolesServer(t)
@@ -124,6 +125,7 @@ func sameMsgs(t *testing.T, name string, want, got []Msg) {
 // TestConsumeRaw_Cancelled ends a raw read whose ctx is done with ctx's
 // error, as consume ends it: a read cut short never passes for whole.
 func TestConsumeRaw_Cancelled(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	a := session("a")
 	mustAppend(t, l, decision(events.NewRegistry(), a, 0, 1, 10))
@@ -153,6 +155,7 @@ func openConn(t *testing.T, nc *nats.Conn) *Log {
 // TestDecodeHeader_AsNatsGo decodes header blocks, well formed or not,
 // as nats.DecodeHeadersMsg does, to the headers a read judges by.
 func TestDecodeHeader_AsNatsGo(t *testing.T) {
+	t.Parallel()
 	for _, block := range []string{
 		"NATS/1.0\r\nNats-Msg-Id: x\r\nLb-Type: session.started\r\nNats-Expected-Last-Subject-Sequence: 7\r\n\r\n",
 		"NATS/1.0\r\nLb-A: 1\r\nLb-B:\t 2 \r\nLb-A: 3\r\nlb-c:4\r\nOther: 5\r\n\r\n",
@@ -188,6 +191,7 @@ func TestDecodeHeader_AsNatsGo(t *testing.T) {
 // signed event's block parses. attestRaw of what it parses is attestMsg
 // of the decoded block.
 func TestRawHeader_ParsesAsNatsDecodes(t *testing.T) {
+	t.Parallel()
 	const signed = "NATS/1.0\r\nNats-Msg-Id: 01M8YD9HEAEZ7FF4BMH18FDEVN\r\nLb-Type: session.started\r\n" +
 		"Nats-Expected-Last-Subject-Sequence: 0\r\nLb-Key: bef59efe181efab6\r\nLb-Batch: 3/7\r\n" +
 		"Lb-Root: cm9vdA==\r\nLb-Batch-Sig: c2ln\r\nLb-Proof: cHJvb2Y=\r\nNats-Batch-Id: x\r\n\r\n"
@@ -263,6 +267,7 @@ func TestRawHeader_ParsesAsNatsDecodes(t *testing.T) {
 // A Msg a raw read left undecoded gives its block (HeaderBlock) and
 // decodes it (Decoded); a decoded one gives none and stays as it is.
 func TestMsg_HeaderBlock(t *testing.T) {
+	t.Parallel()
 	blk := []byte("NATS/1.0\r\nLb-Key: k\r\nNats-Msg-Id: x\r\n\r\n")
 	m := Msg{Seq: 1, Subject: "lb.ev.session.s", hdr: blk}
 	if got := m.HeaderBlock(); string(got) != string(blk) {

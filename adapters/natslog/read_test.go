@@ -39,6 +39,7 @@ func publishMsg(t *testing.T, nc *nats.Conn, m *nats.Msg, what string) uint64 {
 }
 
 func TestLog_ReadUndecodable(t *testing.T) {
+	t.Parallel()
 	l, s := newLog(t)
 	reg := events.NewRegistry()
 	mustAppend(t, l, decision(reg, session("s1"), 0, 1, 1))
@@ -98,6 +99,7 @@ func TestLog_ReadUndecodable(t *testing.T) {
 }
 
 func TestLog_ReadSkipsOutput(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()
@@ -145,6 +147,7 @@ func TestLog_ReadSkipsOutput(t *testing.T) {
 }
 
 func TestLog_Follow(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	reg := events.NewRegistry()
 	a := mustAppend(t, l, decision(reg, session("s1"), 0, 1, 1))
@@ -188,6 +191,7 @@ func TestLog_Follow(t *testing.T) {
 }
 
 func TestLog_Reopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reg := events.NewRegistry()
 	b := decision(reg, session("s1"), 0, 1, 3)
@@ -231,6 +235,7 @@ func TestLog_Reopen(t *testing.T) {
 }
 
 func TestOpen_RefusesStream(t *testing.T) {
+	t.Parallel()
 	good := Config{}.EnsureDefaults().StreamConfig()
 	tests := []struct {
 		name   string
@@ -291,6 +296,7 @@ func TestOpen_RefusesStream(t *testing.T) {
 }
 
 func TestStartEmbedded_Listen(t *testing.T) {
+	t.Parallel()
 	pass := NewPassword()
 	s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: t.TempDir(), Listen: "127.0.0.1:0", User: "logbook", Password: pass})
 	if err != nil {
@@ -326,6 +332,7 @@ func TestStartEmbedded_Listen(t *testing.T) {
 }
 
 func TestEmbeddedConfig_Validate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  EmbeddedConfig
@@ -362,6 +369,7 @@ func TestEmbeddedConfig_Validate(t *testing.T) {
 }
 
 func TestServer_Durability(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	if got := s.Durability(); !strings.HasPrefix(got, "fsync always") {
 		t.Errorf("default Durability = %q, want fsync always", got)

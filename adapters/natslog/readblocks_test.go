@@ -17,6 +17,7 @@ import (
 // that key by its header's bytes, and, past the middle, a forgery
 // quarantined the same way by both.
 func TestRead_BlocksUsedAgain(t *testing.T) {
+	t.Parallel()
 	s, admin, l := judgedLog(t)
 	reg := events.NewRegistry()
 	ctx := t.Context()

@@ -14,6 +14,7 @@ import (
 // with an error, never as a complete read of what came before: the
 // caller would take a short or empty history for the whole.
 func TestDecodeParallel_CutByContext(t *testing.T) {
+	t.Parallel()
 	l, _ := newLog(t)
 	for _, tc := range []struct {
 		name string

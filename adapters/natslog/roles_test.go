@@ -111,6 +111,7 @@ func connectUser(t *testing.T, s *Server, name string) (*nats.Conn, *violations)
 // remove a message, or (readers) publish on lb.>: each attempt fails, and
 // the failure is the server's permissions violation for that subject.
 func TestRoles_RefusedByServer(t *testing.T) {
+	t.Parallel()
 	s := rolesServer(t)
 	stream := StreamName
 	cfg := Config{}.StreamConfig()
@@ -165,6 +166,7 @@ func TestRoles_RefusedByServer(t *testing.T) {
 // Follow, Load, LastEventSeq), a writer appends any event, a worker
 // appends command events and output, each on a stream that exists.
 func TestRoles_DoTheirWork(t *testing.T) {
+	t.Parallel()
 	s := rolesServer(t)
 	reg := events.NewRegistry()
 	for _, role := range []Role{RoleReader, RoleFollower, RoleWorker, RoleWriter, RoleServe} {
@@ -239,6 +241,7 @@ func tryAll(t *testing.T, s *Server, attempts []attempt, publish attempt) {
 // not remember them as replies), but only a worker may ack the workers'
 // queue of requests: a reader's or writer's ack there is refused.
 func TestRoles_AckOnlyOwnConsumers(t *testing.T) {
+	t.Parallel()
 	s := rolesServer(t)
 	ack := "$JS.ACK." + StreamName + "." + testGrants.WorkerDurable + ".1.1.1.1.1.0"
 	for _, role := range []Role{RoleReader, RoleFollower, RoleWriter, RoleServe} {
@@ -323,6 +326,7 @@ func ask(t *testing.T, nc *nats.Conn, subject, what string) string {
 // and the owner's five calls all get the true hash. A follower answers
 // on the followers' subjects, where a writer's call reaches it.
 func TestRoles_SpoofedAnswerRefused(t *testing.T) {
+	t.Parallel()
 	s := rolesServer(t)
 	const subject = "logbook.api.0a1b2c3d4e5f.verify"
 	srv, _ := connectRole(t, s, RoleServe)
@@ -373,6 +377,7 @@ func TestRoles_SpoofedAnswerRefused(t *testing.T) {
 // follower subject with credentials that name no follower id; a reader
 // asking the other follower gets that follower's answers alone.
 func TestRoles_FollowerAnswersForItselfOnly(t *testing.T) {
+	t.Parallel()
 	s := rolesServer(t)
 	b, bv := connectUser(t, s, "follower-b")
 	for _, v := range []string{"verify", "sessions"} {

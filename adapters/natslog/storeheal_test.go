@@ -16,6 +16,7 @@ import (
 // the whole log, raw or decoded, bounded or followed, and each load
 // gives every message, never a short history or "stream not found".
 func TestReadsAcrossJetStreamRestarts(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		// nats-server 2.15.3's EnableJetStream writes the account's
 		// export subscriptions while in-flight requests read them
@@ -124,6 +125,7 @@ func TestReadsAcrossJetStreamRestarts(t *testing.T) {
 // timeout of its own once JetStream is back: the attempt the restart
 // swallowed does not use up the next one's time.
 func TestReadsOutlastTheirTimeoutAcrossARestart(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		// As in TestReadsAcrossJetStreamRestarts: EnableJetStream
 		// writes what an in-flight request reads, inside nats-server.
@@ -208,6 +210,7 @@ func TestReadsOutlastTheirTimeoutAcrossARestart(t *testing.T) {
 // aggregate with events is never read as one with none (the batch get's
 // iterator ends without an error at its deadline).
 func TestLoadUnansweredIsNoEmptyHistory(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir())
 	l := openLogWith(t, s, Config{})
 	reg := events.NewRegistry()

@@ -13,6 +13,7 @@ import (
 )
 
 func TestUnavailable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want bool

@@ -45,6 +45,7 @@ func readSeqs(t *testing.T, l *Log, from uint64) (seqs, bad []uint64) {
 // following) quarantines them as the origin and a pinned follower do,
 // and its projection reaches the same state hash at the same sequence.
 func TestUndecodable_UnpinnedFoldsAsPinned(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, origin := startSigning(t, serve)
 	origin.SetSigner(serve)
@@ -181,6 +182,7 @@ func TestUndecodable_UnpinnedFoldsAsPinned(t *testing.T) {
 // not; one stored after is quarantined by both, so both yield the same
 // records and errors.
 func TestUndecodable_BeforeSigningIsAnError(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	s, admin, origin := judgedLog(t)
 	reg := events.NewRegistry()

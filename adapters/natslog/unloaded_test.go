@@ -16,6 +16,7 @@ import (
 // loaded by it; the start fails naming the file, rather than letting the
 // next open create the stream again over its messages as a new one.
 func TestStartEmbedded_DamagedStreamMetadataNamed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: dir})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // from the middle, a load of each aggregate, a Judger) folds the first
 // and quarantines the others as out of the worker's role.
 func TestAttest_WorkerRole(t *testing.T) {
+	t.Parallel()
 	serve := mustKey(t, "serve@h", attestation.RoleServe)
 	w1 := mustKey(t, "worker@h1", attestation.RoleWorker)
 	w2 := mustKey(t, "worker@h2", attestation.RoleWorker)
