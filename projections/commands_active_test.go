@@ -23,6 +23,7 @@ import (
 // (requested, started, exited, refused, evicted while requested), as a
 // whole decoding of every row finds them.
 func TestStore_CommandsActive(t *testing.T) {
+	t.Parallel()
 	cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), step: time.Second}
 	add := cl.add
 	for i, end := range []string{"", "started", "exited", "refused", "evicted", "exited", ""} {
@@ -69,6 +70,7 @@ func TestStore_CommandsActive(t *testing.T) {
 // top-level fields, never inside a nested value; a row that is no
 // object, or has no status, is left to a whole decoding.
 func TestRowStatus(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		row    string
 		status string
@@ -125,6 +127,7 @@ func BenchmarkStore_CommandsActive(b *testing.B) {
 // 7 and all, the active commands read from the index are, for each
 // session and for all, those a whole decoding of every row takes.
 func TestStore_CommandsActiveIndex(t *testing.T) {
+	t.Parallel()
 	for seed := range int64(20) {
 		rng := rand.New(rand.NewPCG(uint64(seed), 1))
 		cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC), step: time.Second}
@@ -200,6 +203,7 @@ func TestStore_CommandsActiveIndex(t *testing.T) {
 // indexed under that one alone, while it is active and after; one with
 // no request yet is among every session's active commands, as its row.
 func TestStore_CommandsActiveIndexSession(t *testing.T) {
+	t.Parallel()
 	cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC), step: time.Second}
 	add := cl.next
 	req := func(sess string) events.CommandRequested {
@@ -288,6 +292,7 @@ func (v commandsV2) Apply(tx *projections.Tx, r events.Record) error {
 // that may be stale while the log does not answer), has no index of
 // active commands: its active commands are read from its rows.
 func TestStore_CommandsActiveStale(t *testing.T) {
+	t.Parallel()
 	cl := &commandLog{reg: events.NewRegistry(), at: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC), step: time.Second}
 	add := cl.add
 	add("c1", 1, events.CommandRequested{Session: "s1", Argv: []string{"true"}, Workspace: "/w", Mode: events.ModeFullAccess})

@@ -79,6 +79,7 @@ func checkCorrupt(t *testing.T, what string, dir string, err error) {
 // naming the file and the fix: never a panic (Pebble's default reaction
 // to corruption is to end the process).
 func TestOpen_CorruptTable(t *testing.T) {
+	t.Parallel()
 	dir := corruptStore(t, 100, 200)
 	s, err := projections.Open(dir, projections.Options{})
 	if err == nil {
@@ -93,6 +94,7 @@ func TestOpen_CorruptTable(t *testing.T) {
 // snapshot's rows, a batch reading rows it updates) fails with an error
 // naming the file, as does the store's next use; nothing panics.
 func TestStore_CorruptTableQueries(t *testing.T) {
+	t.Parallel()
 	dir := corruptStore(t, -1, 200)
 	s := open(t, dir, projections.Options{})
 	if _, _, err := s.Hash(); err != nil {
@@ -131,6 +133,7 @@ func TestStore_CorruptTableQueries(t *testing.T) {
 // guard turns a panic whose value is Pebble's corruption error into the
 // function's error, and lets every other panic go on.
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	f := func(v any) (err error) {
 		defer projections.Guard("/d/views", &err)
 		panic(v)

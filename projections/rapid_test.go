@@ -46,6 +46,7 @@ func chunks(t *rapid.T, s *projections.Store, recs []events.Record, label string
 // random point give the same hash on independent stores, and the rows
 // equal the reducer's plain fold.
 func TestStore_Rapid(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		fs := vfs.NewMem()
 		steps := rapid.IntRange(1, 120).Draw(t, "steps")
@@ -97,6 +98,7 @@ func TestStore_Rapid(t *testing.T) {
 // the fold of the records up to their checkpoint: rows and checkpoint
 // never part.
 func TestStore_CrashAtomic(t *testing.T) {
+	t.Parallel()
 	h := history(t, 9, 300, 4)
 	recs := h.Records
 

@@ -106,6 +106,7 @@ func mustNotExist(t *testing.T, paths ...string) {
 // under version 2, keeps answering from its old rows, and after a rebuild
 // and swap equals a fresh version-2 projection.
 func TestStore_SchemaChange(t *testing.T) {
+	t.Parallel()
 	recs := genRecords(t)
 	dir := filepath.Join(t.TempDir(), "p")
 	build(t, dir, views(1), recs[:len(recs)/2])
@@ -162,6 +163,7 @@ func TestStore_SchemaChange(t *testing.T) {
 // TestOpen_RecoversSwap builds the directory states a crash can leave
 // during a swap and checks that Open repairs each.
 func TestOpen_RecoversSwap(t *testing.T) {
+	t.Parallel()
 	recs := genRecords(t)
 	half := recs[:len(recs)/2]
 	last := recs[len(recs)-1].Seq
@@ -223,6 +225,7 @@ func TestOpen_RecoversSwap(t *testing.T) {
 // code is resumed from its checkpoint; one left by other view versions is
 // started over.
 func TestStore_RebuildResumes(t *testing.T) {
+	t.Parallel()
 	recs := genRecords(t)
 	half := recs[:len(recs)/2]
 	for _, tc := range []struct {
@@ -265,6 +268,7 @@ func TestStore_RebuildResumes(t *testing.T) {
 // TestStore_SchemaChangeMem: the rebuild and swap work the same in an
 // in-memory file system.
 func TestStore_SchemaChangeMem(t *testing.T) {
+	t.Parallel()
 	recs := genRecords(t)
 	fs := vfs.NewMem()
 	v1, v2 := views(1), views(2)

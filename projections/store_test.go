@@ -154,6 +154,7 @@ func lastSeq(recs []events.Record) uint64 {
 // in batches of 1, 7 and all gives identical projections, equal to a
 // plain fold by the reducer.
 func TestStore_Apply_BatchSizes(t *testing.T) {
+	t.Parallel()
 	h := history(t, 1, 400, 6)
 	recs := h.Records
 	var hashes []string
@@ -182,6 +183,7 @@ func TestStore_Apply_BatchSizes(t *testing.T) {
 // applies the whole log again: what was applied is skipped, and the result
 // equals a clean projection.
 func TestStore_Apply_Resume(t *testing.T) {
+	t.Parallel()
 	h := history(t, 2, 300, 4)
 	recs := h.Records
 	clean := open(t, t.TempDir(), projections.Options{})
@@ -243,6 +245,7 @@ func (v failAt) Apply(tx *projections.Tx, r events.Record) error {
 // TestStore_Apply_ViewError: a view error aborts its whole batch; the
 // batches before it stay, rows and checkpoint together.
 func TestStore_Apply_ViewError(t *testing.T) {
+	t.Parallel()
 	h := history(t, 3, 200, 3)
 	recs := h.Records
 	bad := recs[len(recs)/2].Seq
@@ -325,6 +328,7 @@ func (countView) Flush(tx *projections.Tx) error {
 // whose records were already folded into decoded rows, applying again
 // gives the same rows as a clean projection: nothing is folded twice.
 func TestStore_Apply_MemoAfterAbort(t *testing.T) {
+	t.Parallel()
 	h := history(t, 5, 300, 3)
 	recs := h.Records
 	for _, size := range []int{1, 7, 50} {
@@ -349,6 +353,7 @@ func TestStore_Apply_MemoAfterAbort(t *testing.T) {
 // with its sequence in the error; nothing after it is applied, and a
 // retry stops at the same record.
 func TestStore_Apply_DecodeError(t *testing.T) {
+	t.Parallel()
 	h := history(t, 4, 100, 2)
 	recs := h.Records
 	bad := recs[len(recs)/2].Seq
@@ -373,6 +378,7 @@ func TestStore_Apply_DecodeError(t *testing.T) {
 
 // TestStore_Apply_Refuses covers records and stores Apply refuses.
 func TestStore_Apply_Refuses(t *testing.T) {
+	t.Parallel()
 	h := history(t, 5, 10, 1)
 	s := open(t, t.TempDir(), projections.Options{})
 	noSeq := h.Records[0]
@@ -406,6 +412,7 @@ func (outside) Apply(tx *projections.Tx, r events.Record) error {
 }
 
 func TestTx_KeyOutsideView(t *testing.T) {
+	t.Parallel()
 	h := history(t, 6, 5, 1)
 	s := open(t, t.TempDir(), projections.Options{Views: []projections.View{outside{}}})
 	_, err := s.Apply(t.Context(), projectionstest.Seq(h.Records), 1)
@@ -415,6 +422,7 @@ func TestTx_KeyOutsideView(t *testing.T) {
 }
 
 func TestOpen_BadViews(t *testing.T) {
+	t.Parallel()
 	for name, views := range map[string][]projections.View{
 		"duplicate": {projections.SessionView{}, projections.SessionView{}},
 		"meta":      {named{"meta"}},
@@ -437,6 +445,7 @@ func (named) Version() int                               { return 1 }
 func (named) Apply(*projections.Tx, events.Record) error { return nil }
 
 func TestStore_Queries(t *testing.T) {
+	t.Parallel()
 	h := projectionstest.NewHistory(projectionstest.Epoch())
 	line := func(id string, n int, meta events.Meta, sigs ...events.Sig) {
 		t.Helper()
@@ -500,6 +509,7 @@ func TestStore_Queries(t *testing.T) {
 
 // TestOpenMem: the in-memory store behaves like the one on disk.
 func TestOpenMem(t *testing.T) {
+	t.Parallel()
 	h := history(t, 8, 150, 3)
 	mem, err := projections.OpenMem(projections.Options{})
 	if err != nil {
@@ -517,6 +527,7 @@ func TestOpenMem(t *testing.T) {
 // TestStore_WaitFor: a reader waiting for its own append's sequence
 // wakes when the batch holding it commits.
 func TestStore_WaitFor(t *testing.T) {
+	t.Parallel()
 	h := history(t, 10, 60, 2)
 	recs := h.Records
 	s := open(t, t.TempDir(), projections.Options{})
@@ -555,6 +566,7 @@ func TestStore_WaitFor(t *testing.T) {
 // projection moves, however long that takes in all, and ends once it
 // stands still for the idle time.
 func TestStore_WaitMoving(t *testing.T) {
+	t.Parallel()
 	h := history(t, 11, 60, 2)
 	recs := h.Records
 	s := open(t, t.TempDir(), projections.Options{})
@@ -582,6 +594,7 @@ func TestStore_WaitMoving(t *testing.T) {
 // and as summaries: the pages joined are what Sessions returns, each
 // summary is session.Summarize of its row, and fn's false stops the walk.
 func TestStore_SessionRows(t *testing.T) {
+	t.Parallel()
 	s := appliedStore(t, 19, 50)
 	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
 		all := sessionsIn(t, s, phase)
@@ -659,6 +672,7 @@ func paged(t *testing.T, name string, size, limit int, query func(after string, 
 // TestRowPhase reads the phase of stored rows without decoding them, and
 // is not fooled by ids, titles or cursors that spell a phase key.
 func TestRowPhase(t *testing.T) {
+	t.Parallel()
 	for _, st := range []session.State{
 		{ID: "s1", Phase: events.PhaseWorking},
 		{ID: "s2"},
@@ -685,6 +699,7 @@ func TestRowPhase(t *testing.T) {
 // first, with pages of several sizes: the pages joined are Sessions'
 // summaries sorted by last activity (ties by id).
 func TestStore_SessionSummariesByActivity(t *testing.T) {
+	t.Parallel()
 	s := appliedStore(t, 23, 7)
 	for _, phase := range []string{"", events.PhaseReady, events.PhaseWorking, events.PhaseWaiting, events.PhaseEnded} {
 		all := sessionsIn(t, s, phase)
@@ -722,6 +737,7 @@ func TestStore_SessionSummariesByActivity(t *testing.T) {
 // TestActivityKey: later times sort first; times before 1970 sort as
 // 1970 does.
 func TestActivityKey(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	keys := []string{
 		projections.ActivityKey(t0.Add(time.Nanosecond)),

@@ -49,6 +49,7 @@ func workspaceLog(t *testing.T) []events.Record {
 }
 
 func TestWorkspaceView(t *testing.T) {
+	t.Parallel()
 	recs := workspaceLog(t)
 	var hashes []string
 	for _, size := range []int{1, 3, 0} {
