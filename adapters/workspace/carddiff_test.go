@@ -17,6 +17,7 @@ import (
 // none; a workspace whose project is unknown is an error naming it, and
 // the other cards are measured all the same.
 func TestMeasureCards(t *testing.T) {
+	t.Parallel()
 	_, m, _, _, p := withProject(t, nil)
 	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "cards", ID: "w1"})
 	if err != nil {

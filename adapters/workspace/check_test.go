@@ -20,6 +20,7 @@ import (
 )
 
 func TestParseConfig_Check(t *testing.T) {
+	t.Parallel()
 	// Each fault names the file and the line of the key at fault.
 	for _, tc := range []struct{ toml, want string }{
 		{"check = \"  \"\n", "workspace.toml:1: check is blank"},
@@ -51,6 +52,7 @@ func TestParseConfig_Check(t *testing.T) {
 }
 
 func TestParsePushRefs(t *testing.T) {
+	t.Parallel()
 	z := strings.Repeat("0", 40)
 	a := strings.Repeat("a", 40)
 	refs, err := ParsePushRefs(strings.NewReader("\nrefs/heads/x " + a + " refs/heads/y " + z + "\n"))
@@ -128,6 +130,7 @@ func alive(word string) bool {
 }
 
 func TestCheck_Verdicts(t *testing.T) {
+	t.Parallel()
 	c := newCheckHarness(t)
 	// No check configured: said plainly, nothing recorded.
 	res := c.run(t, t.Context(), CheckRequest{})
@@ -184,6 +187,7 @@ func TestCheck_Verdicts(t *testing.T) {
 }
 
 func TestCheck_Cancel(t *testing.T) {
+	t.Parallel()
 	c := newCheckHarness(t)
 	c.setCheck(t, "check = \"echo begun; sleep "+sleepy(5)+"\"\n")
 	pr, pw := ioPipe()
@@ -215,6 +219,7 @@ func TestCheck_Cancel(t *testing.T) {
 }
 
 func TestCheck_Push(t *testing.T) {
+	t.Parallel()
 	c := newCheckHarness(t)
 	c.setCheck(t, "check = \"echo ok >> ../checks-ran; echo ok\"\n")
 	head := run(t, c.ws.Path, "git", "rev-parse", "HEAD")
@@ -300,6 +305,7 @@ func (p *linePipe) waitFor(s string) {
 }
 
 func TestCheck_TailSecretsAndDeletions(t *testing.T) {
+	t.Parallel()
 	c := newCheckHarness(t)
 	// Output past the cap: the event keeps its end, the output subject all of it.
 	c.setCheck(t, "check = \"seq 1 5000; echo FAIL: the last line; exit 1\"\n")
@@ -326,6 +332,7 @@ func TestCheck_TailSecretsAndDeletions(t *testing.T) {
 // not stored; the run goes on, its verdict and tail are its end's, and
 // output_bytes counts all of it.
 func TestCheck_OutputCapped(t *testing.T) {
+	t.Parallel()
 	sb := needBwrap(t)
 	h, m, proj, _, p := withProject(t, func(c *Config) { c.Setup, c.Poll, c.MaxCheckOutput = sb, 20*time.Millisecond, 1000 })
 	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "capped"})
@@ -354,6 +361,7 @@ func TestCheck_OutputCapped(t *testing.T) {
 // cancels the run, naming the archive, and kills its tree: a tree that is
 // going away is never judged passed.
 func TestCheck_ArchiveCancels(t *testing.T) {
+	t.Parallel()
 	c := newCheckHarness(t)
 	c.setCheck(t, "check = \"echo begun; sleep "+sleepy(6)+"; echo survived\"\n")
 	pr, pw := ioPipe()
@@ -388,6 +396,7 @@ func (r interruptAtStart) RunCheck(ctx context.Context, s CheckSpec, emit func([
 // as one that lands later does, never error: the start failed because
 // the run was stopped, not on its own.
 func TestCheck_InterruptedWhileStarting(t *testing.T) {
+	t.Parallel()
 	ctx, interrupt := context.WithCancel(t.Context())
 	h, m, proj, _, p := withProject(t, func(c *Config) {
 		c.Setup, c.Poll = interruptAtStart{needBwrap(t), interrupt}, 20*time.Millisecond

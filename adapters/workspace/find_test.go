@@ -39,6 +39,7 @@ func checkFind[S any](t *testing.T, name string, find func(string) (S, error), i
 }
 
 func TestFindProject(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ps := []project.State{
 		{ID: "p1", Key: "api", Name: "api", Path: dir},
@@ -57,6 +58,7 @@ func TestFindProject(t *testing.T) {
 }
 
 func TestFindWorkspace(t *testing.T) {
+	t.Parallel()
 	ws := []workspace.State{{ID: "w1", Key: "fix"}, {ID: "w2", Key: "dup"}, {ID: "w3", Key: "dup"}}
 	checkFind(t, "FindWorkspace", func(ref string) (workspace.State, error) { return FindWorkspace(ws, ref) },
 		func(w workspace.State) string { return w.ID }, []findCase{

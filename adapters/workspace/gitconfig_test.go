@@ -11,6 +11,7 @@ import (
 // monitor, an external diff, a text conversion — in this process, and
 // still measures the change.
 func TestChangesOf_RunsNoConfiguredProgram(t *testing.T) {
+	t.Parallel()
 	_, m, proj, _, p := withProject(t, nil)
 	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "cfg", ID: "w1"})
 	if err != nil {

@@ -153,6 +153,7 @@ func worktreeCount(t *testing.T, proj string) int {
 }
 
 func TestAddProject_Refusals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	m := h.manager(t, nil)
 	proj, _ := repo(t)
@@ -186,6 +187,7 @@ func TestAddProject_Refusals(t *testing.T) {
 }
 
 func TestCreate_FromOrigin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	m := h.manager(t, nil)
 	proj, origin := repo(t)
@@ -267,6 +269,7 @@ func TestCreate_FromOrigin(t *testing.T) {
 }
 
 func TestCreate_NoOrigin(t *testing.T) {
+	t.Parallel()
 	h, m, proj, origin, p := withProject(t, nil)
 	// Origin unreachable: its last known trunk.
 	if err := os.Rename(origin, origin+".gone"); err != nil {
@@ -300,6 +303,7 @@ func TestCreate_NoOrigin(t *testing.T) {
 }
 
 func TestCreate_Refusals(t *testing.T) {
+	t.Parallel()
 	h, m, proj, _, p := withProject(t, nil)
 	last, _ := h.log.LastSeq(t.Context())
 	for _, tc := range []struct {
@@ -344,6 +348,7 @@ func TestCreate_Refusals(t *testing.T) {
 }
 
 func TestCreate_Keys(t *testing.T) {
+	t.Parallel()
 	_, m, _, _, p := withProject(t, nil)
 	long := strings.Repeat("Refactor the payment module ", 3) // 84 characters
 	var keys []string
@@ -364,6 +369,7 @@ func TestCreate_Keys(t *testing.T) {
 }
 
 func TestCreate_SameIDAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	proj, _ := repo(t)
 	a, b := h.manager(t, nil), h.manager(t, nil) // two processes
@@ -398,6 +404,7 @@ func TestCreate_SameIDAtOnce(t *testing.T) {
 }
 
 func TestCreate_HalfWay(t *testing.T) {
+	t.Parallel()
 	h, m, proj, _, p := withProject(t, nil)
 	// A folder is where the workspace would go.
 	write(t, filepath.Join(h.root, "proj", "taken", "keep.txt"), "mine")
@@ -434,6 +441,7 @@ func needBwrap(t *testing.T) SandboxSetup {
 }
 
 func TestSetup(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	proj, _ := repo(t)
 	sb := needBwrap(t)
@@ -475,6 +483,7 @@ func TestSetup(t *testing.T) {
 }
 
 func TestArchive(t *testing.T) {
+	t.Parallel()
 	sb := needBwrap(t)
 	h, m, proj, _, p := withProject(t, func(c *Config) { c.Setup, c.Poll = sb, 20*time.Millisecond })
 	ws, err := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "mine", Session: "s1"})
@@ -536,6 +545,7 @@ func TestArchive(t *testing.T) {
 }
 
 func TestArchive_FolderGoneAndFailedCleanup(t *testing.T) {
+	t.Parallel()
 	_, m, proj, _, p := withProject(t, nil)
 	a, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "a"})
 	b, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "b"})
@@ -572,6 +582,7 @@ func TestArchive_FolderGoneAndFailedCleanup(t *testing.T) {
 }
 
 func TestRecover(t *testing.T) {
+	t.Parallel()
 	h, m, proj, _, p := withProject(t, nil)
 	dead := "test-host/999999999/1/dead"
 	// crash reserves w and stops, as a process killed after the
@@ -635,6 +646,7 @@ func TestRecover(t *testing.T) {
 }
 
 func TestNameFromSessions(t *testing.T) {
+	t.Parallel()
 	_, m, _, _, p := withProject(t, nil)
 	ws, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "new task", Placeholder: true})
 	named := []Named{
@@ -653,6 +665,7 @@ func TestNameFromSessions(t *testing.T) {
 }
 
 func TestRename(t *testing.T) {
+	t.Parallel()
 	_, m, _, _, p := withProject(t, nil)
 	ws, _ := m.Create(t.Context(), CreateRequest{Project: p.ID, Name: "new workspace", Session: "s1", Placeholder: true})
 	got, err := m.Rename(t.Context(), ws.ID, "Login form", "s1", events.ByChat)
@@ -692,6 +705,7 @@ func testNow() time.Time { return time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 // person's, with or without a session; a placeholder a session asked
 // for is its chat's to name.
 func TestArchived_TakesNoNewWork(t *testing.T) {
+	t.Parallel()
 	sb := needBwrap(t)
 	_, m, _, _, p := withProject(t, func(c *Config) { c.Setup, c.Poll = sb, 20*time.Millisecond })
 	ws, err := m.Create(t.Context(), CreateRequest{ID: "w-named", Project: p.ID, Name: "mine", Session: "s1"})

@@ -13,6 +13,7 @@ import (
 // is over the limit is refused at once with an error naming the file and
 // what it is; one that is missing is no config; a regular one is read.
 func TestLoadConfig_OnlyARegularFile(t *testing.T) {
+	t.Parallel()
 	elsewhere := filepath.Join(t.TempDir(), "other.toml")
 	write(t, elsewhere, "check = \"true\"\n")
 	for _, tc := range []struct {

@@ -20,6 +20,7 @@ import (
 // among them) is refused naming the field and the rule, never the value;
 // nothing is appended, and no branch, worktree or folder holds it.
 func TestManager_RefusesSecrets(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	red, err := redact.New([]string{`lbcustom-[0-9]{6}`})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestTreeOf(t *testing.T) {
+	t.Parallel()
 	proj, _ := repo(t)
 	tree := func() Tree {
 		t.Helper()
