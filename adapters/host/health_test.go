@@ -62,41 +62,45 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry) float64 {
 // a writer takes hooks into the journal, a follower (Reader), which takes
 // no hooks, names none.
 func TestLogHealth_ProbeSaysWhatItDoes(t *testing.T) {
+	t.Parallel() // it waits on Probe's rounds: beside the other tests
 	for _, reader := range []bool{false, true} {
-		srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(),
-			Listen: "127.0.0.1:0", User: "u", Password: "p"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := natslog.Open(t.Context(), nc, natslog.Config{Timeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		said := make(chan string, 10)
-		ctx, cancel := context.WithCancel(t.Context())
-		h := &LogHealth{Reader: reader}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			h.Probe(ctx, l, func(format string, args ...any) { said <- fmt.Sprintf(format, args...) })
-		}()
-		srv.Shutdown()
-		var line string
-		select {
-		case line = <-said:
-		case <-time.After(time.Minute): // a hang guard
-			t.Fatal("Probe said nothing of a log that stopped answering")
-		}
-		cancel()
-		<-done
-		l.Close()
-		nc.Close()
-		if !strings.HasPrefix(line, "log unavailable") || strings.Contains(line, "journal") != !reader {
-			t.Errorf("reader %v: Probe said %q", reader, line)
-		}
+		t.Run(map[bool]string{false: "writer", true: "reader"}[reader], func(t *testing.T) {
+			t.Parallel() // a server of its own
+			srv, err := natslog.StartEmbedded(t.Context(), natslog.EmbeddedConfig{StoreDir: t.TempDir(),
+				Listen: "127.0.0.1:0", User: "u", Password: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc, err := natslog.Connect(srv.ClientURL(), nats.UserInfo("u", "p"), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := natslog.Open(t.Context(), nc, natslog.Config{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			said := make(chan string, 10)
+			ctx, cancel := context.WithCancel(t.Context())
+			h := &LogHealth{Reader: reader}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				h.Probe(ctx, l, func(format string, args ...any) { said <- fmt.Sprintf(format, args...) })
+			}()
+			srv.Shutdown()
+			var line string
+			select {
+			case line = <-said:
+			case <-time.After(time.Minute): // a hang guard
+				t.Fatal("Probe said nothing of a log that stopped answering")
+			}
+			cancel()
+			<-done
+			l.Close()
+			nc.Close()
+			if !strings.HasPrefix(line, "log unavailable") || strings.Contains(line, "journal") != !reader {
+				t.Errorf("reader %v: Probe said %q", reader, line)
+			}
+		})
 	}
 }
