@@ -43,6 +43,7 @@ sinks = ["team"]
 `
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	cfg, err := notify.Parse("notify.toml", []byte(goodConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +81,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestParse_Faults(t *testing.T) {
+	t.Parallel()
 	hook := "[sinks.h]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\n"
 	for _, tc := range []struct{ name, text, want string }{
 		{"syntax", "[[rule]]\non = waiting\n", "notify.toml:2:6: not valid TOML"},
@@ -131,6 +133,7 @@ func TestParse_Faults(t *testing.T) {
 // the last good config stays in force; a fix is taken; a removal turns
 // notifications off.
 func TestWatch_KeepsLastGood(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), notify.File)
 	var mu sync.Mutex
 	var said []string
@@ -182,6 +185,7 @@ func TestWatch_KeepsLastGood(t *testing.T) {
 // TestParse_README: the README's notify.toml parses, with every rule kind
 // and sink type in it.
 func TestParse_README(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // the desktop, through a real session bus, to the program that owns
 // org.freedesktop.Notifications there, with the key as a hint.
 func TestNotifier_Desktop(t *testing.T) {
+	t.Parallel()
 	addr := notifytest.SessionBus(t)
 	desk := notifytest.ServeDesktop(t, addr)
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
@@ -81,6 +82,7 @@ func TestUndeliverable(t *testing.T) {
 // TestWatch_SaysUndeliverable: a config whose sink cannot deliver is
 // taken, and the sink is named at WARN with the reason.
 func TestWatch_SaysUndeliverable(t *testing.T) {
+	t.Parallel()
 	var said []string
 	w := &notify.Watch{Path: writeConfig(t, "[sinks.tab]\ntype = \"board\"\n[[rule]]\non = \"waiting\"\nsinks = [\"tab\"]\n"),
 		Say:           func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) },

@@ -210,6 +210,7 @@ func hookConfig(url string, after int) string {
 // body, and notification.sent names the rule, the sink and the event; a
 // session that moved on before is told nothing.
 func TestNotifier_WaitingOnce(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	rcv := newReceiver(t)
 	var out natslogtest.Buffer
@@ -245,6 +246,7 @@ func TestNotifier_WaitingOnce(t *testing.T) {
 // notification.sent is in the log already (a notifier stopped after the
 // append and before the ack) is not sent again.
 func TestNotifier_RecordedIsNotSentAgain(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	rcv := newReceiver(t)
 	var out natslogtest.Buffer
@@ -275,6 +277,7 @@ func TestNotifier_RecordedIsNotSentAgain(t *testing.T) {
 // TestNotifier_FailedSinkTriesAgain: a webhook that answers 503 gets the
 // notification again, with the same key, until it accepts it.
 func TestNotifier_FailedSinkTriesAgain(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	rcv := newReceiver(t)
 	rcv.fail = 1
@@ -302,6 +305,7 @@ func TestNotifier_FailedSinkTriesAgain(t *testing.T) {
 // TestNotifier_TwoShareTheConsumer: two notifiers on one log (as two
 // hosts would be) share the durable consumer: every firing is sent once.
 func TestNotifier_TwoShareTheConsumer(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	rcv := newReceiver(t)
 	var out natslogtest.Buffer
@@ -333,6 +337,7 @@ func TestNotifier_TwoShareTheConsumer(t *testing.T) {
 // reached the rule's dollars at a turn's end is told of once, however
 // many turns end after.
 func TestNotifier_Spend(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	rcv := newReceiver(t)
 	var out natslogtest.Buffer
@@ -370,6 +375,7 @@ func TestNotifier_Spend(t *testing.T) {
 // notify.toml consumes nothing; once the file is written it is picked up
 // and events from then on are told of.
 func TestNotifier_ConfigCreatedLater(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	rcv := newReceiver(t)
 	var out natslogtest.Buffer
@@ -440,6 +446,7 @@ func pendingAcks(t *testing.T, srv *natslog.Server) int {
 // tried again, with the same key, until it takes it; the event is
 // acknowledged only once every sink has it (nobody leaving the file).
 func TestNotifier_SinksApart(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	hook, failing, after := newReceiver(t), newReceiver(t), newReceiver(t)
 	failing.mu.Lock()
@@ -511,6 +518,7 @@ func TestNotifier_SinksApart(t *testing.T) {
 // of an event fails leaves the event unacknowledged; the next notifier
 // tells only that sink (the others' notification.sent are in the log).
 func TestNotifier_RestartResumesUnsent(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	hook, failing := newReceiver(t), newReceiver(t)
 	failing.mu.Lock()
@@ -551,6 +559,7 @@ func TestNotifier_RestartResumesUnsent(t *testing.T) {
 // title as the log has it (else its working directory), escaped for
 // Slack, and says the permission dialog it waits on.
 func TestNotifier_NamesTheSession(t *testing.T) {
+	t.Parallel()
 	l, srv := natslogtest.Start(t, natslog.FsyncInterval)
 	var mu sync.Mutex
 	var texts []string

@@ -13,6 +13,7 @@ import (
 // by the role rule (attestation.Causes, attestation.Actors): serve runs
 // the notifier.
 func TestNotifierCauseAndActorAreServes(t *testing.T) {
+	t.Parallel()
 	c := &events.Cause{Kind: notify.CauseKind, Event: "review.requested", Ref: "r"}
 	if got := attestation.CauseRoles(c); !slices.Equal(got, []attestation.Role{attestation.RoleServe}) {
 		t.Errorf("cause kind %s: roles %v, want serve alone", notify.CauseKind, got)

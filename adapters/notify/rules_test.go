@@ -25,6 +25,7 @@ func rec(agg events.Aggregate, seq uint64, p events.Payload, cause *events.Cause
 var s1 = events.Aggregate{Kind: events.KindSession, ID: "5e551011-0000-4000-8000-000000000074"}
 
 func TestMatch(t *testing.T) {
+	t.Parallel()
 	cmd := events.Aggregate{Kind: events.KindCommand, ID: "01JDQ7Z8V6T8Q2W3E4R5T6Y7C1"}
 	tick := &events.Cause{Kind: "system", Event: "tick", Ref: "01JDQ7Z8V6T8Q2W3E4R5T6Y7T1"}
 	waiting := notify.Rule{Name: "w", On: notify.OnWaiting, After: time.Minute}
@@ -99,6 +100,7 @@ func TestMatch(t *testing.T) {
 }
 
 func TestHolds(t *testing.T) {
+	t.Parallel()
 	wait := rec(s1, 5, events.SessionTransitioned{From: "working", To: "waiting", Activity: "review"}, nil)
 	review := rec(s1, 5, events.ReviewRequested{ReviewID: "toolu_1", Tool: "Bash"}, nil)
 	wt, _ := notify.Match(notify.Rule{Name: "w", On: notify.OnWaiting, After: time.Minute}, wait, notify.Context{})
@@ -131,6 +133,7 @@ func TestHolds(t *testing.T) {
 }
 
 func TestKey(t *testing.T) {
+	t.Parallel()
 	a := notify.Key("w", "desk", "01JDQ7Z8V6T8Q2W3E4R5T6Y7Z7")
 	if len(a) != 32 || events.ValidID(a) != nil {
 		t.Errorf("key %q: want 32 hex bytes that are an aggregate id", a)
@@ -148,6 +151,7 @@ func TestKey(t *testing.T) {
 // TestDollars: a configured amount prints as written, with cents at
 // least.
 func TestDollars(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[float64]string{5: "5.00", 0.0001: "0.0001", 12.5: "12.50", 0.25: "0.25", 1234.567: "1234.567"} {
 		if got := notify.Dollars(in); got != want {
 			t.Errorf("Dollars(%v) = %q, want %q", in, got, want)
@@ -158,6 +162,7 @@ func TestDollars(t *testing.T) {
 // TestBackoff: a sink that failed is tried again 5 s after its first
 // failure, doubling to 5 min.
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	want := []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 5 * time.Minute, 5 * time.Minute}
 	for i, w := range want {
 		if got := notify.Backoff(i + 1); got != w {
