@@ -9,6 +9,7 @@ import (
 // TestTranscriptBytes: a transcript weighs its file and its subagents'
 // files together, plus one; a file that is not there weighs nothing.
 func TestTranscriptBytes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	main, sub := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "agent-a.jsonl")
 	if err := os.WriteFile(main, make([]byte, 100), 0o644); err != nil {

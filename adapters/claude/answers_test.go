@@ -14,6 +14,7 @@ import (
 // with answers filled in is marked prefilled; nothing else yields an
 // answer, whatever its text or shape pretends.
 func TestParser_Answers(t *testing.T) {
+	t.Parallel()
 	p, err := NewParser(Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -177,6 +177,7 @@ func caseDir(name string) string { return filepath.Join(casesDir, name) }
 // TestCase24_EscOnPermissionThenIdle: Esc on a permission dialog fires no
 // hook; the idle_prompt that follows ends the turn.
 func TestCase24_EscOnPermissionThenIdle(t *testing.T) {
+	t.Parallel()
 	const s = "5e551011-0000-4000-8000-000000000024"
 	f := newFeeder(t)
 	f.hookFile(filepath.Join(caseDir("24-esc-permission-idle"), "hooks.jsonl"), 1, 0)
@@ -209,6 +210,7 @@ func TestCase24_EscOnPermissionThenIdle(t *testing.T) {
 // TestCase25_CompactBracket: /compact is bracketed by PreCompact and, before
 // PostCompact existed, SessionStart(source=compact).
 func TestCase25_CompactBracket(t *testing.T) {
+	t.Parallel()
 	const s = "5e551011-0000-4000-8000-000000000025"
 	f := newFeeder(t)
 	f.hookFile(filepath.Join(caseDir("25-compact-hook-bracket"), "hooks.jsonl"), 1, 4)
@@ -249,6 +251,7 @@ func TestCase25_CompactBracket(t *testing.T) {
 // line for the compaction's start), and a late transcript line of a
 // compaction from before the open turn, which ends nothing.
 func TestCompact_ManualAfterAnUnendedTurn(t *testing.T) {
+	t.Parallel()
 	unended := func(s string) []string {
 		return []string{hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "run the tests"),
 			hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "go test ./..."}),
@@ -334,6 +337,7 @@ func TestCompact_ManualAfterAnUnendedTurn(t *testing.T) {
 // another prompt id is a new prompt; a transcript line of the prompt
 // (no promptId either) is the same one.
 func TestHooks_RunTwice(t *testing.T) {
+	t.Parallel()
 	prompt := func(s string) string { return hk(s, "UserPromptSubmit", "prompt", "fix the build") }
 	pre := func(s string) string {
 		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "make"})
@@ -406,6 +410,7 @@ func TestHooks_RunTwice(t *testing.T) {
 // hook); a person's refusal (the transcript's "User rejected tool use")
 // names nobody.
 func TestPermissionDenied_SaysWhoAndWhy(t *testing.T) {
+	t.Parallel()
 	pre := func(s string) string {
 		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", "t1", "tool_input", map[string]any{"command": "curl https://example.invalid"})
 	}
@@ -484,6 +489,7 @@ func TestPermissionDenied_SaysWhoAndWhy(t *testing.T) {
 // run twice, as 2.0.17–2.0.22 do) is one review, decided once by the
 // call's result; two dialogs of one tool with different actions are two.
 func TestPermission_OneDialogOneReview(t *testing.T) {
+	t.Parallel()
 	pre := func(s, id, cmd string) string {
 		return hk(s, "PreToolUse", "tool_name", "Bash", "tool_use_id", id, "tool_input", map[string]any{"command": cmd})
 	}
@@ -553,6 +559,7 @@ func typesOfSession(t *testing.T, f *feeder, id string) []string {
 // TestCase27_BlockingTools: a call that shows a dialog (ExitPlanMode,
 // AskUserQuestion) waits on the user while it is open.
 func TestCase27_BlockingTools(t *testing.T) {
+	t.Parallel()
 	const s = "5e551011-0000-4000-8000-000000000027"
 	f := newFeeder(t)
 	f.importDir(filepath.Join(caseDir("27-exitplanmode-waiting"), "projects"))
@@ -582,6 +589,7 @@ func TestCase27_BlockingTools(t *testing.T) {
 // TestCase28_StoppedBackgroundTask: a background task the agent stops
 // (KillShell in 2.0.x, TaskStop in 2.1.x) is over.
 func TestCase28_StoppedBackgroundTask(t *testing.T) {
+	t.Parallel()
 	f := newFeeder(t)
 	f.importDir(filepath.Join(caseDir("28-killshell-taskstop"), "projects"))
 	for _, s := range []string{"5e551011-0000-4000-8000-000000000281", "5e551011-0000-4000-8000-000000000282"} {
@@ -635,6 +643,7 @@ func TestCase28_StoppedBackgroundTask(t *testing.T) {
 // working after the main turn stops, and its SubagentStop (or its
 // notification) ends it.
 func TestCase29_BackgroundSubagent(t *testing.T) {
+	t.Parallel()
 	const s = "5e551011-0000-4000-8000-000000000029"
 	hooks := filepath.Join(caseDir("29-background-subagent-stop"), "hooks.jsonl")
 	f := newFeeder(t)
@@ -671,6 +680,7 @@ func TestCase29_BackgroundSubagent(t *testing.T) {
 // TestCase31_ResumeAfterCrash: a new agent process for a session closes
 // what the dead one left open.
 func TestCase31_ResumeAfterCrash(t *testing.T) {
+	t.Parallel()
 	const s = "5e551011-0000-4000-8000-000000000031"
 	f := newFeeder(t)
 	f.hookFile(filepath.Join(caseDir("31-resume-after-crash"), "hooks.jsonl"), 1, 0)
@@ -707,6 +717,7 @@ func TestCase31_ResumeAfterCrash(t *testing.T) {
 // TestCase40_StopWithUnansweredPermission: the turn's end closes a
 // permission prompt nobody answered.
 func TestCase40_StopWithUnansweredPermission(t *testing.T) {
+	t.Parallel()
 	const s = "5e551011-0000-4000-8000-000000000040"
 	f := newFeeder(t)
 	f.hookFile(filepath.Join(caseDir("40-permission-unanswered-stop"), "hooks.jsonl"), 1, 0)
@@ -744,6 +755,7 @@ func subagentProject(t *testing.T, s, a string) (proj, subFile string, cl func(t
 // the subagent's own row is done too, whatever its transcript last said,
 // and the parent's entries agree with it.
 func TestSubagentReleasedByParent(t *testing.T) {
+	t.Parallel()
 	const s, a = "5e551011-0000-4000-8000-0000000000a1", "a0a1"
 	child := "agent-" + a
 	t.Run("transcripts", func(t *testing.T) {
@@ -799,6 +811,7 @@ func TestSubagentReleasedByParent(t *testing.T) {
 // leave records in the transcript that are not prompts; their effects
 // arrive as their own signals.
 func TestLocalCommandsRecordNothing(t *testing.T) {
+	t.Parallel()
 	const s = "5e551011-0000-4000-8000-0000000000c1"
 	f := newFeeder(t)
 	f.transcript(s, tUser(s, "hello"), tAssistant(s, "end_turn", textBlock("Hi.")),
@@ -818,6 +831,7 @@ func TestLocalCommandsRecordNothing(t *testing.T) {
 // TestSubagentEndClosesParentEntry: a subagent's own transcript ending
 // its turn closes the parent's entry for it when no SubagentStop came.
 func TestSubagentEndClosesParentEntry(t *testing.T) {
+	t.Parallel()
 	const s, a = "5e551011-0000-4000-8000-0000000000a2", "a0a2"
 	f := newFeeder(t)
 	f.hooks(hk(s, "SessionStart", "source", "startup"), hk(s, "UserPromptSubmit", "prompt", "review"),

@@ -23,6 +23,7 @@ import (
 // ready, its turn ended, and no event of it is dated past the host's
 // clock.
 func TestWatch_AgentClockAheadEndsTurn(t *testing.T) {
+	t.Parallel()
 	const ahead = 90 * time.Second
 	line := func(sid string, n int, body string) []byte {
 		parent, kind := "null", "user"

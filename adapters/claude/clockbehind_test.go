@@ -26,6 +26,7 @@ import (
 // than the import read its last line, and no earlier than the line
 // before it read live.
 func TestWatch_ClockBehindThenImport(t *testing.T) {
+	t.Parallel()
 	const sid = "eeee5555-0000-4000-8000-000000000001"
 	day := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	line := func(n int, at time.Time) []byte {

@@ -69,6 +69,7 @@ func sequence(obs []events.Observation) []string {
 // transcript, logs each file's signal sequence, and checks the facts each
 // scenario exists to show.
 func TestCorpus(t *testing.T) {
+	t.Parallel()
 	corpus := ingesttest.Corpus(t, "claude")
 	files, err := filepath.Glob(filepath.Join(corpus, "*", "transcript.jsonl"))
 	if err != nil {
@@ -188,6 +189,7 @@ func TestCorpus(t *testing.T) {
 // TestCorpus_Discover finds the recorded subagent transcripts beside
 // their parent.
 func TestCorpus_Discover(t *testing.T) {
+	t.Parallel()
 	corpus := ingesttest.Corpus(t, "claude")
 	dir := filepath.Join(corpus, "subagent-spawn")
 	got, err := Discover(dir)

@@ -12,6 +12,7 @@ import (
 // TestDiscover builds Claude Code's projects layout and finds sessions
 // and their subagents in it.
 func TestDiscover(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	proj := filepath.Join(root, "projects", "-home-user-project")
 	const s1, s2 = "11111111-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002"

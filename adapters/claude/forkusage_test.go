@@ -17,6 +17,7 @@ import (
 // origin and model), so a total over both sessions counts each message
 // id once.
 func TestUsage_ForkCopiesCountInTheOrigin(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	dir := t.TempDir()

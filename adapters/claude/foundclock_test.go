@@ -20,6 +20,7 @@ import (
 // last written two hours ago is stale at once, whichever way its agent's
 // clock is off.
 func TestWatch_FoundFileClockByModTime(t *testing.T) {
+	t.Parallel()
 	const lag = 40 * time.Minute
 	line := func(sid string, n int, at time.Time) []byte {
 		parent, body := "null", `"type":"user","message":{"role":"user","content":"build it"}`

@@ -49,6 +49,7 @@ func importTranscript(t *testing.T, in *Ingester, path, sid, transcript string) 
 // timestamp as AgentTime, the import warns naming file and line, and a
 // second import, later, appends nothing.
 func TestImportFile_FutureTimestamp(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-0000000000f0"
 	log := ingesttest.OpenLog(t)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
@@ -106,6 +107,7 @@ func TestImportFile_FutureTimestamp(t *testing.T) {
 // its undated lines by when the agent was last heard from, not by the
 // session's last event: a stale mark made now does not date history now.
 func TestImportFile_UnusableTimestamp(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-0000000000f2"
 	log := ingesttest.OpenLog(t)
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -191,6 +193,7 @@ func TestImportFile_UnusableTimestamp(t *testing.T) {
 // TestHook_FutureTime: a spool entry whose time lies in the far future
 // (its ULID names it) is observed at its receipt, the clock.
 func TestHook_FutureTime(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-0000000000f1"
 	log := ingesttest.OpenLog(t)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)

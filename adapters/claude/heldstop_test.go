@@ -19,6 +19,7 @@ import (
 // the rest with --skip-invalid ends the same turn: one turn, no stale
 // mark, as one import with --skip-invalid gives.
 func TestHeldAtBadLine_NotStale(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-0000000000b1"
 	line := func(typ, uuid, parent, at, msg string) string {
 		return fmt.Sprintf(`{"type":%q,"uuid":%q,"parentUuid":%q,"sessionId":%q,"timestamp":%q,"message":%s}`+"\n", typ, uuid, parent, sid, at, msg)
@@ -82,6 +83,7 @@ func TestHeldAtBadLine_NotStale(t *testing.T) {
 // content. The stop is recorded all the same, once: the session is held
 // there and not stale, and reading the file again appends nothing.
 func TestHeldAtConflict_LinesImportedBefore(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-0000000000b2"
 	line := func(typ, uuid, parent, at, msg string) string {
 		return fmt.Sprintf(`{"type":%q,"uuid":%q,"parentUuid":%q,"sessionId":%q,"timestamp":%q,"message":%s}`+"\n", typ, uuid, parent, sid, at, msg)

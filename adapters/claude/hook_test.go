@@ -17,6 +17,7 @@ import (
 // TestParser_Hook parses one payload of each hook event from
 // testdata/hooks and checks its signals, key and meta.
 func TestParser_Hook(t *testing.T) {
+	t.Parallel()
 	const session = "5e551011-0000-4000-8000-000000000002"
 	tests := []struct {
 		file     string
@@ -130,6 +131,7 @@ func TestParser_Hook(t *testing.T) {
 // TestParser_HookErrors covers payloads that cannot be used: each is a
 // *HookError naming the field.
 func TestParser_HookErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		payload string
@@ -201,6 +203,7 @@ func TestParser_HookErrors(t *testing.T) {
 
 // TestParser_HookKey checks which payloads share a key.
 func TestParser_HookKey(t *testing.T) {
+	t.Parallel()
 	p := newTestParser(t, Config{})
 	stop := []byte(`{"hook_event_name":"Stop","session_id":"S1","stop_hook_active":false}`)
 	a, _ := p.Hook(stop)

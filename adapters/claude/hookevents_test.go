@@ -12,6 +12,7 @@ import (
 // an event not listed parses with it, and each tool event is one the
 // parser reads a tool call from.
 func TestHookEvents_AreTheOnesHookUnderstands(t *testing.T) {
+	t.Parallel()
 	p, err := NewParser(Config{})
 	if err != nil {
 		t.Fatal(err)

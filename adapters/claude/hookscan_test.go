@@ -102,6 +102,7 @@ func randomText(r *rand.Rand, n int) string {
 // (escapes, surrogates, runes about the cut point, long member names)
 // are cut to the same bytes as before the one-pass scan.
 func TestPrepareHook_MatchesReference(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 20 {
 		var b strings.Builder
@@ -158,6 +159,7 @@ func firstDiff(a, b []byte) int {
 // with tool_response replaced by its size, named in the cut member, and
 // the call it reports still ends.
 func TestPrepareHook_DropsWhatDoesNotFit(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	b.WriteString(`{"session_id":"S1","hook_event_name":"PostToolUse","tool_name":"Glob","tool_use_id":"tg1","tool_input":{"pattern":"**/*"},"tool_response":{"filenames":[`)
 	for i := range 20_000 {
@@ -216,6 +218,7 @@ func TestPrepareHook_DropsWhatDoesNotFit(t *testing.T) {
 // TestPrepareHook_Hostile: hostile payloads are refused at once with an
 // error naming what and where, small or huge.
 func TestPrepareHook_Hostile(t *testing.T) {
+	t.Parallel()
 	const head = `{"session_id":"S1","hook_event_name":"PostToolUse","tool_use_id":"t1",`
 	// manyKeys puts n members in tool_input, which the gate reviews and
 	// a cut never drops.

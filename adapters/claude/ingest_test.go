@@ -32,6 +32,7 @@ func newTestIngester(t *testing.T, l events.Log) *Ingester {
 // TestIngest_Corpus imports every recorded Claude Code session and
 // compares each session's phase arc with the peer's golden arc.
 func TestIngest_Corpus(t *testing.T) {
+	t.Parallel()
 	dir := ingesttest.Corpus(t, "claude")
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
@@ -116,6 +117,7 @@ func fxChain(prefix string, n int) []string {
 }
 
 func TestImportFile_GrowsTornAndBad(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
@@ -169,6 +171,7 @@ func TestImportFile_GrowsTornAndBad(t *testing.T) {
 }
 
 func TestImportFile_Concurrent(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
 	ingesttest.AppendFile(t, path, fxChain("", 40)...)
@@ -207,6 +210,7 @@ func TestImportFile_Concurrent(t *testing.T) {
 // one session, and a subagent file that names no agent: every line of
 // each lands once, in its own file's order.
 func TestImportTranscript_SharedSession(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	dir := t.TempDir()
@@ -252,6 +256,7 @@ func TestImportTranscript_SharedSession(t *testing.T) {
 }
 
 func TestDiscover_SymlinkedRoot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real")
 	os.MkdirAll(real, 0o755)
@@ -270,6 +275,7 @@ func TestDiscover_SymlinkedRoot(t *testing.T) {
 }
 
 func TestImportFile_BOMAndBlankLines(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
@@ -285,6 +291,7 @@ func TestImportFile_BOMAndBlankLines(t *testing.T) {
 // of nothing; once a line that is not blank follows, every line is
 // imported with its number, the blank ones too.
 func TestImportFile_BlankOnly(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	ctx := t.Context()
@@ -338,6 +345,7 @@ func (c *countingLog) Append(ctx context.Context, b events.Batch) (events.Append
 // starting with a line's observation (a line's decisions never leave its
 // batch), every line once and in order; importing again appends nothing.
 func TestImportFile_Runs(t *testing.T) {
+	t.Parallel()
 	l := &countingLog{Log: ingesttest.OpenLog(t)}
 	in := newTestIngester(t, l)
 	path := filepath.Join(t.TempDir(), "s-1.jsonl")
@@ -388,6 +396,7 @@ func TestImportFile_Runs(t *testing.T) {
 // appended line by line, so the three lines before it are imported and
 // the error names line 4; nothing of line 4 or after is appended.
 func TestImportFile_RunRefused(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	p, err := NewParser(Config{MaxRaw: 4 << 20})
 	if err != nil {
@@ -425,6 +434,7 @@ func TestImportFile_RunRefused(t *testing.T) {
 // appended lets another parse), every line lands once and in order, and
 // nothing waits forever.
 func TestImportFile_ParsersBound(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in, err := NewIngester(IngestConfig{Log: l, Host: "test", Parsers: 2})
 	if err != nil {
@@ -503,6 +513,7 @@ func TestImportFile_ParsersBound(t *testing.T) {
 // (lines 1–2, then 1–4; line 1, then 1–4); a parent imported by an
 // earlier part is found. The same holds for a second file of the session.
 func TestImportFile_DanglingParentWhateverTheCut(t *testing.T) {
+	t.Parallel()
 	lines := []string{fxUser("u1", "", "hi"), fxAssistant("a2", "u1", "hello"), fxUser("u3", "gone", "again"), fxAssistant("a4", "u1", "done")}
 	type got struct{ warnings, problems []string }
 	run := func(t *testing.T, cuts ...int) got {
@@ -569,6 +580,7 @@ func TestImportFile_DanglingParentWhateverTheCut(t *testing.T) {
 // are imported from whichever file has them first; the other file's
 // copies of them then add nothing either.
 func TestImportFile_CopyAtAnotherPath(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	agg, _ := SessionAggregate("s-1", "")
@@ -640,6 +652,7 @@ func TestImportFile_CopyAtAnotherPath(t *testing.T) {
 // (at the end of the file, or before a line that stops it), across runs:
 // a session is Importing only while an import is under way.
 func TestImportFile_MoreUntilTheLast(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-00000000a0e1"
 	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)

@@ -24,6 +24,7 @@ import (
 // pass returned to what it was when returned: a copy taken before keeps
 // its value while the cached state grows past it.
 func TestImport_StateEvolvedInPlaceIsTheFold(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	log, _ := natslogtest.Start(t, natslog.FsyncInterval)
 	in, err := NewIngester(IngestConfig{Log: log, Host: "test", Parsers: 4})

@@ -42,6 +42,7 @@ func (l *readCounter) count(agg events.Aggregate) {
 // conflicts and is decided again on the log's state); an import again
 // appends nothing.
 func TestImportTranscript_KnownNew(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	rc := &readCounter{Log: l, reads: map[string]int{}}
 	dir := t.TempDir()

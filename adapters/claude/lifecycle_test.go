@@ -102,6 +102,7 @@ func typesOf(t *testing.T, l events.Log, id, entry string) []string {
 // Stop, Stop). Edit A ran, so it is closed ok, never abandoned, and the
 // overlap is recorded as session.forked.
 func TestHooks_TwoTerminals(t *testing.T) {
+	t.Parallel()
 	l, in, f := newHookFeeder(t)
 	f.sendFile(filepath.Join("testdata", "lifecycle", "two-terminals.hooks.jsonl"))
 	const id = "5e551011-0000-4000-8000-000000000018"
@@ -130,6 +131,7 @@ func TestHooks_TwoTerminals(t *testing.T) {
 // recorded as a late result, and decides nothing else. The same result
 // sent again appends nothing.
 func TestHooks_LateResultOfAbandonedCall(t *testing.T) {
+	t.Parallel()
 	l, in, f := newHookFeeder(t)
 	const id = "late-result-1"
 	hook := func(event, extra string) string {
@@ -165,6 +167,7 @@ func TestHooks_LateResultOfAbandonedCall(t *testing.T) {
 // ready; so does a late copy of its PostToolUse. (The windows the session
 // keeps are exceeded in reducers/session's TestDecide_LateDuplicateBeyondWindows.)
 func TestHooks_LateDuplicate(t *testing.T) {
+	t.Parallel()
 	_, in, f := newHookFeeder(t)
 	const id = "5e551011-0000-4000-8000-000000000021"
 	hook := func(event, extra string) string {
@@ -209,6 +212,7 @@ func TestHooks_LateDuplicate(t *testing.T) {
 // acknowledged leaves its observation) and opens nothing, so the turn's
 // end abandons nothing. The same PreToolUse sent again appends nothing.
 func TestHooks_ResultBeforeUse(t *testing.T) {
+	t.Parallel()
 	l, in, f := newHookFeeder(t)
 	const id = "5e551011-0000-4000-8000-000000000022"
 	hook := func(event, extra string) string {
@@ -248,6 +252,7 @@ func TestHooks_ResultBeforeUse(t *testing.T) {
 // transcript's lines closed its call (another source, another key) is a
 // late copy too: it appends nothing and the session stays ready.
 func TestHooks_LateAfterTranscript(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	const id = "5e551011-0000-4000-8000-000000000014"
@@ -277,6 +282,7 @@ func TestHooks_LateAfterTranscript(t *testing.T) {
 // with the copy, which is recorded as a copy (the same uuid), not
 // appended as a line of its own: the session stays ready.
 func TestImportFile_DuplicatedToolUseLine(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	lines, err := os.ReadFile(filepath.Join("testdata", "lifecycle", "rewritten.full.jsonl"))
@@ -304,6 +310,7 @@ func TestImportFile_DuplicatedToolUseLine(t *testing.T) {
 // line; one truncated or rewritten (in place, or with lines of other
 // lengths before it) does not, and found says what is there now.
 func TestCheckFingerprint(t *testing.T) {
+	t.Parallel()
 	l1, l2, l3 := `{"type":"user","n":1}`, `{"type":"assistant","n":2}`, `{"type":"user","n":3}`
 	tests := []struct {
 		name  string
@@ -361,6 +368,7 @@ func TestCheckFingerprint(t *testing.T) {
 // nothing and records the divergence once; AsNew imports it as a new
 // session linked to the old one, and later lines go on there.
 func TestImportFile_Rewritten(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	const id = "5e551011-0000-4000-8000-000000000014"
@@ -429,6 +437,7 @@ func putRewritten(t *testing.T, path, name string) {
 // TestImportFile_RewrittenConcurrent: imports racing on a rewritten file
 // each report it, and the divergence is recorded once.
 func TestImportFile_RewrittenConcurrent(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	const id = "5e551011-0000-4000-8000-000000000014"
 	path := filepath.Join(t.TempDir(), id+".jsonl")

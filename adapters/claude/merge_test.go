@@ -49,6 +49,7 @@ func (l *racingLog) Append(ctx context.Context, b events.Batch) (events.Appended
 // one names its path and line 30 and holds lines 1–29 and nothing after.
 // Importing everything again, as a new process, appends nothing.
 func TestImportFile_Merged(t *testing.T) {
+	t.Parallel()
 	log, srv := natslogtest.Start(t, natslog.FsyncAlways)
 	other := natslogtest.Open(t, srv.Conn())
 	dir := t.TempDir()

@@ -62,6 +62,7 @@ func oversizedRig(t *testing.T) (*natslog.Log, *Ingester, string) {
 // MaxLineBytes: the line is recorded cut, with its size and SHA-256, the
 // lines after it are imported, and importing again appends nothing.
 func TestImportFile_OversizedLine(t *testing.T) {
+	t.Parallel()
 	l, in, dir := oversizedRig(t)
 	path := filepath.Join(dir, "s-1.jsonl")
 	agg, _ := SessionAggregate("s-1", "")
@@ -129,6 +130,7 @@ func TestImportFile_OversizedLine(t *testing.T) {
 // the kept head, the child's link holds; with it past the head, the child
 // is told which line may be its parent rather than that none is.
 func TestImportFile_OversizedParent(t *testing.T) {
+	t.Parallel()
 	_, in, dir := oversizedRig(t)
 	ctx := t.Context()
 

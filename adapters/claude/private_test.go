@@ -34,6 +34,7 @@ func privateSetup(t *testing.T) (data, creds string, in *Ingester, l events.Log)
 // opened, naming the link and the file it links to; nothing is appended,
 // by ImportFile, ImportTranscript or the watcher.
 func TestImportFile_HardLinkIntoDataDir(t *testing.T) {
+	t.Parallel()
 	data, creds, in, l := privateSetup(t)
 	const sid = "c0000001-0000-4000-8000-000000000001"
 	root := t.TempDir()
@@ -80,6 +81,7 @@ func TestImportFile_HardLinkIntoDataDir(t *testing.T) {
 // TestImportFile_HardLinkElsewhere: a transcript with a second name
 // outside the data dir (Nlink 2) imports as any other.
 func TestImportFile_HardLinkElsewhere(t *testing.T) {
+	t.Parallel()
 	_, _, in, l := privateSetup(t)
 	const sid = "c0000003-0000-4000-8000-000000000003"
 	dir := t.TempDir()
@@ -104,6 +106,7 @@ func TestImportFile_HardLinkElsewhere(t *testing.T) {
 // through or is refused with ErrPrivate, and no line of the data dir's
 // file ever reaches the log.
 func TestImportFile_SwappedWhileImporting(t *testing.T) {
+	t.Parallel()
 	_, creds, in, l := privateSetup(t)
 	const sid = "c0000005-0000-4000-8000-000000000005"
 	dir := t.TempDir()

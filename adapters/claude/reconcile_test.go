@@ -21,6 +21,7 @@ import (
 // nothing; one after it appends the tick and its marks in one batch.
 // WouldReconcile, deciding on the state alone, agrees each time.
 func TestReconcile_Stale(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-000000000006"
 	log := ingesttest.OpenLog(t)
 	in := newTestIngester(t, log)
@@ -124,6 +125,7 @@ func TestReconcile_Stale(t *testing.T) {
 // session's hooks name it; while it lives ticks decide nothing, once it is
 // killed the session ends with agent_gone.
 func TestReconcile_AgentGone(t *testing.T) {
+	t.Parallel()
 	boot := BootID()
 	if boot == "" {
 		t.Skip("no boot id")

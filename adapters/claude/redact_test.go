@@ -12,6 +12,7 @@ import (
 // TestRedactor covers each default rule with a secret it must hide and a
 // look-alike it must leave alone. The secrets are made up.
 func TestRedactor(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		rule     string
 		positive string // input
@@ -111,6 +112,7 @@ func TestRedactor(t *testing.T) {
 }
 
 func TestNewRedactor_Custom(t *testing.T) {
+	t.Parallel()
 	r, err := NewRedactor([]string{`INT-[0-9]{4}`, `x*`})
 	if err != nil {
 		t.Fatal(err)

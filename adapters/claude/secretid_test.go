@@ -11,6 +11,7 @@ import (
 // and the kinds this package knows, are kept verbatim while the text
 // beside them is still redacted.
 func TestSecretIDsAreRefusedNotRewritten(t *testing.T) {
+	t.Parallel()
 	p, err := NewParser(Config{RedactPatterns: []string{"e"}}) // broad on purpose
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func (c *loadCounting) LoadAfter(ctx context.Context, agg events.Aggregate, afte
 // stream are each imported (or refused) as without the index; the index
 // survives Save and OpenSkipIndex.
 func TestSkipIndex(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	l := &loadCounting{Log: ingesttest.OpenLog(t)}
 	dir := t.TempDir()

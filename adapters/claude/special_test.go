@@ -20,6 +20,7 @@ import (
 // /dev/zero are refused at once with ErrNotRegular, by every reader of a
 // transcript, without blocking on the open or reading without end.
 func TestReadLines_NotRegular(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo, zero := filepath.Join(dir, "f.jsonl"), filepath.Join(dir, "z.jsonl")
 	specialtest.Make(t, fifo, zero)
@@ -50,6 +51,7 @@ func TestReadLines_NotRegular(t *testing.T) {
 // its size when the pass opened it; what is written meanwhile is read by
 // the next pass, the line cut at that size first as torn.
 func TestReadLines_BoundedPass(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	ingesttest.WriteFile(t, path, "{\"a\":1}\n{\"a\":2}\n")
 	var got []ingest.Line
@@ -82,6 +84,7 @@ func TestReadLines_BoundedPass(t *testing.T) {
 // opened; a transcript written after them is still imported, as is one
 // written after the link is removed; stopping the watcher is prompt.
 func TestWatch_SpecialFiles(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	fixture := readFixture(t, sid)
 	lines := bytes.SplitAfter(fixture, []byte("\n"))
@@ -146,6 +149,7 @@ func sparse(t *testing.T, path string, head []byte, size int64) {
 // TestFirstLine_Sparse: the first line of a terabyte file of zeros is
 // refused as too long after reading one line's limit, not the terabyte.
 func TestFirstLine_Sparse(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	sparse(t, path, nil, 1<<40)
 	done := make(chan struct{})
@@ -177,6 +181,7 @@ func TestFirstLine_Sparse(t *testing.T) {
 // is fine and which then holds a terabyte of zeros stops soon after its
 // context is cancelled, with the context's error.
 func TestImport_CancelledMidFile(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-0000000000aa"
 	path := filepath.Join(t.TempDir(), sid+".jsonl")
 	line := `{"type":"user","uuid":"u1","parentUuid":null,"isSidechain":false,"sessionId":"` + sid + `","timestamp":"2026-05-01T10:00:00.000Z","message":{"role":"user","content":"hi"}}` + "\n"

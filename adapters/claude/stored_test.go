@@ -21,6 +21,7 @@ import (
 // observations' data, written by hand (events' appendObservation), and
 // every other event's are what the reflection-based encoder writes.
 func TestImport_StoredDataAsJSONMarshal(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	if err := writeTree(root, 3, 61); err != nil {

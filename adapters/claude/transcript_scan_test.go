@@ -173,6 +173,7 @@ func reshape(r *rand.Rand, b []byte) []byte {
 // changed, values swapped for other types), with a small Raw cap so cut
 // lines are compared too.
 func TestLine_OnePassAgreesWithMaps(t *testing.T) {
+	t.Parallel()
 	lines := scanLines(t)
 	for _, maxRaw := range []int{0, 300} {
 		p, err := NewParser(Config{MaxRaw: maxRaw, RedactPatterns: []string{`hunter\d+`}})

@@ -36,6 +36,7 @@ func shorts(o events.Observation) []string {
 // TestParser_Line_Session parses a whole made-up session in the v2.1
 // shape, one line of each kind, and checks every line's kind and signals.
 func TestParser_Line_Session(t *testing.T) {
+	t.Parallel()
 	const path = "testdata/session.jsonl"
 	p := newTestParser(t, Config{})
 	want := []struct {
@@ -152,6 +153,7 @@ func TestParser_Line_Session(t *testing.T) {
 // TestParser_Line covers shapes the session fixture does not: older
 // layouts, odd content, and what a line carries besides its signals.
 func TestParser_Line(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("word ", 100) + "Does this look right?"
 	tests := []struct {
 		name     string
@@ -257,6 +259,7 @@ func TestParser_Line(t *testing.T) {
 // TestParser_LineErrors covers lines that are not JSON objects: each is a
 // *LineError saying where, and still yields an observation to record.
 func TestParser_LineErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		line    []byte
@@ -301,6 +304,7 @@ func TestParser_LineErrors(t *testing.T) {
 // TestParser_LineCut covers a line over the cap: not an error, Raw cut on
 // a rune boundary, Cut describing the original, signals from the whole line.
 func TestParser_LineCut(t *testing.T) {
+	t.Parallel()
 	// "é" is two bytes; the filler puts a rune across the 200-byte cap.
 	text := strings.Repeat("é", 300)
 	line := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"` + text + `"},{"type":"tool_use","id":"toolu_late","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use"}}`
@@ -345,6 +349,7 @@ func TestParser_LineCut(t *testing.T) {
 // TestParser_LineRedacts checks that secrets leave neither through Raw nor
 // through signals or meta.
 func TestParser_LineRedacts(t *testing.T) {
+	t.Parallel()
 	const key = "AKIAABCDEFGHIJKLMNOP"
 	line := `{"type":"user","cwd":"/home/user/` + key + `","promptId":"P1","message":{"role":"user","content":"use ` + key + ` and ticket TCK-1234"}}`
 	o, err := ParseLine("a.jsonl", 1, []byte(line), Config{RedactPatterns: []string{`TCK-[0-9]+`}})
@@ -387,6 +392,7 @@ func ExampleParseLine() {
 // agent_session_id: a problem says so, with its length but none of its
 // bytes.
 func TestParser_LineSessionIDChecked(t *testing.T) {
+	t.Parallel()
 	p := newTestParser(t, Config{})
 	for _, id := range []string{`s1\u001b]0;title\u0007`, strings.Repeat("s", 1<<20)} {
 		line := `{"type":"user","sessionId":"` + id + `","uuid":"u1","message":{"role":"user","content":"hi"}}`

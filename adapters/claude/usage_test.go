@@ -15,6 +15,7 @@ import (
 // signal with its message id; a refused reading yields no signal and a
 // problem, and the line keeps its other signals.
 func TestUsage_Signals(t *testing.T) {
+	t.Parallel()
 	p, err := NewParser(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +92,7 @@ func TestUsage_Signals(t *testing.T) {
 // warns, naming the file, the line and the field; the line is recorded
 // and counts nothing, and the lines around it count.
 func TestUsage_RefusedIsWarned(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	path := filepath.Join(t.TempDir(), "5e551011-0000-4000-8000-000000000031.jsonl")

@@ -22,6 +22,7 @@ import (
 // warning, and the lines after it are imported. A line that repeats an
 // earlier one byte for byte is still a copy.
 func TestImportFile_UUIDConflict(t *testing.T) {
+	t.Parallel()
 	l := ingesttest.OpenLog(t)
 	in := newTestIngester(t, l)
 	agg, _ := SessionAggregate("s-1", "")

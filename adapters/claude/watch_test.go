@@ -108,6 +108,7 @@ func projectDir(t *testing.T, root, name string) string {
 // running watcher, then a subagent's transcript: the session follows each
 // line, and ends as an import of the whole file leaves it.
 func TestWatch_FollowsTranscript(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
 	log, in, root := watchRig(t)
@@ -197,6 +198,7 @@ func TestWatch_FollowsTranscript(t *testing.T) {
 // after it, with a rescan every 20 ms beside the events, all arrive, and
 // an import running beside the watcher never doubles or loses a line.
 func TestWatch_ImportBeside(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	fixture := readFixture(t, sid)
 	log, in, root := watchRig(t)
@@ -238,6 +240,7 @@ func TestWatch_ImportBeside(t *testing.T) {
 // 40 minutes is then heard from now, its offset learned, and a
 // reconciler tick finds nothing stale (issue case claude-phase/75).
 func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-000000000075"
 	const lag = 40 * time.Minute
 	line := func(n int, at time.Time, body string) []byte {
@@ -312,6 +315,7 @@ func TestWatch_LiveLinesDatedByReceipt(t *testing.T) {
 // without a watcher give the same times. A line appended to it later is
 // live.
 func TestWatch_AppearedOldLinesAreHistory(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-000000000077"
 	old := time.Now().Add(-200 * 24 * time.Hour).UTC().Truncate(time.Millisecond)
 	line := func(n int, at time.Time) []byte {
@@ -384,6 +388,7 @@ func TestWatch_AppearedOldLinesAreHistory(t *testing.T) {
 // carries no sessionId yet): every line goes to the session its first
 // import chose, one file being one session.
 func TestWatch_CopyIsOneSession(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
 	log, in, root := watchRig(t)
@@ -407,6 +412,7 @@ func TestWatch_CopyIsOneSession(t *testing.T) {
 // of it is appended twice, and the lines it gains past what was imported
 // go to the session.
 func TestWatch_CopyBeingWritten(t *testing.T) {
+	t.Parallel()
 	const sid = "5e551011-0000-4000-8000-000000000001"
 	lines := fixtureLines(t, sid)
 	k := len(lines) - 2
