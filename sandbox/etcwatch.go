@@ -112,17 +112,29 @@ func (w *EtcWatch) secrets() (dirs, files []string) {
 // armLocked opens the inotify descriptor and the mount table a search is
 // watched by; false when either cannot be had.
 func (w *EtcWatch) armLocked() bool {
+	fd, m, ok := armInotify()
+	if ok {
+		w.ino, w.mounts = fd, m
+	}
+	return ok
+}
+
+// armInotify opens a non-blocking inotify descriptor and reads this
+// process's mount table (/proc/self/mountinfo), which a watch compares
+// again before trusting what it holds (a mount changes what lies under a
+// path without an inotify event); ok is false, nothing left open, when
+// either cannot be had.
+func armInotify() (fd int, mounts []byte, ok bool) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
-		return false
+		return -1, nil, false
 	}
-	m, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err = os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		unix.Close(fd)
-		return false
+		return -1, nil, false
 	}
-	w.ino, w.mounts = fd, m
-	return true
+	return fd, mounts, true
 }
 
 // disarmLocked drops the current search and its watches.

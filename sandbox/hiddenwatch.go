@@ -278,13 +278,8 @@ func localFS(dir string) error {
 // armLocked opens the inotify descriptor and reads the mount table a
 // resolution is watched by; false when either cannot be had.
 func (w *HiddenWatch) armLocked() bool {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		return false
-	}
-	m, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		unix.Close(fd)
+	fd, m, ok := armInotify()
+	if !ok {
 		return false
 	}
 	w.ino, w.mounts, w.watched, w.wds = fd, m, map[string]*watchedDir{}, map[int]*watchedDir{}
