@@ -72,6 +72,7 @@ func TestImportInterruptedCountsWhatTheLogHolds(t *testing.T) {
 	if summary == nil {
 		t.Fatalf("no summary of an interrupted import:\n%s", tailString(first, 2000))
 	}
+	t.Logf("interrupted: %s", summary[0])
 	n := func(i int) int {
 		v, _ := strconv.Atoi(summary[i])
 		return v
