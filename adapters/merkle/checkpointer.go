@@ -2,6 +2,7 @@ package merkle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -98,6 +99,11 @@ func (c *Checkpointer) judge(ctx context.Context, cp Checkpoint, seq uint64) err
 		return nil
 	}
 	if err := c.Judge.CatchUp(ctx, uint64(cp.Size)); err != nil {
+		if me, ok := errors.AsType[*natslog.MissingError](err); ok {
+			// A hole the judge meets: what the tree's follower says of
+			// one (Run stops), not a failure to try again.
+			return &GapError{Seq: me.Seq, Next: me.Next}
+		}
 		return fmt.Errorf("judgment of checkpoint %d: %w", seq, err)
 	}
 	q := c.Judge.Quarantined()
@@ -134,7 +140,8 @@ func (c *Checkpointer) Cadence() (every int64, interval time.Duration) {
 
 // Run builds the tree up to the log's end and keeps it up to date until
 // ctx is done (then it returns nil, after a last checkpoint if the tree
-// grew). A sequence missing from the stream stops it with a *GapError:
+// grew). A sequence missing from the stream, met by the tree's follower
+// or by the judgment of a checkpoint (Judge), stops it with a *GapError:
 // no checkpoint is ever signed over a log with a hole.
 func (c *Checkpointer) Run(ctx context.Context) error {
 	every, interval := c.Cadence()
@@ -197,6 +204,9 @@ func (c *Checkpointer) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		err := publish(ctx)
+		if _, ok := errors.AsType[*GapError](err); ok {
+			return fmt.Errorf("checkpoints: %w", err)
+		}
 		failed = err != nil
 		if err != nil && ctx.Err() == nil && c.Logf != nil {
 			// The server may be electing a leader, the disk may be full:

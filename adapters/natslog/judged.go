@@ -280,6 +280,9 @@ func (j *Judger) Judge(ctx context.Context, m Msg) error { return j.judgePre(ctx
 
 // judgePre is Judge with pre, m's signature checked ahead (Precheck).
 func (j *Judger) judgePre(ctx context.Context, m Msg, pre attestation.Pre) error {
+	if m.Seq > j.through+1 {
+		return &MissingError{Seq: j.through + 1, Next: m.Seq}
+	}
 	if m.Seq != j.through+1 {
 		return fmt.Errorf("judge: seq %d after seq %d: messages must come in order, each once", m.Seq, j.through)
 	}
@@ -395,9 +398,25 @@ func (j *Judger) catchUp(ctx context.Context, upto uint64) error {
 		return err
 	}
 	if j.through < upto {
-		return fmt.Errorf("judge: seq %d: missing from stream %s", j.through+1, StreamName)
+		return &MissingError{Seq: j.through + 1}
 	}
 	return nil
+}
+
+// MissingError reports a sequence missing from the stream where a
+// Judger needs every message (a hole: deleted, or lost and the loss
+// accepted): Seq is the first one missing, Next the next one the stream
+// holds (0: none up to where the Judger was asked to judge).
+type MissingError struct {
+	Seq, Next uint64
+}
+
+// Error names the sequence missing and, when known, the next one held.
+func (e *MissingError) Error() string {
+	if e.Next == 0 {
+		return fmt.Sprintf("judge: seq %d: missing from stream %s", e.Seq, StreamName)
+	}
+	return fmt.Sprintf("judge: seq %d: missing from stream %s (the next message it holds is seq %d)", e.Seq, StreamName, e.Next)
 }
 
 // whole returns the source of a read of l from from to end on j's fast
