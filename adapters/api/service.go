@@ -80,6 +80,11 @@ type Service struct {
 	// client allows to be stale (AllowStale) does not wait for the hook
 	// payloads the intake took, and says they are not shown.
 	PausedSince func() time.Time
+	// Spooled, when set (serve sets it), counts the hook payloads that
+	// wait in the data dir's spool: hooks that could not hand them to
+	// serve (its intake did not answer in time), not yet taken. A read
+	// made while appends are paused says them beside the intake's.
+	Spooled func() int
 	// pageBytes is the most bytes of rows a page of a listing holds, so
 	// that it fits one message of the connection.
 	pageBytes int

@@ -28,7 +28,11 @@ type Stale struct {
 	// their hooks) were not in the log when the answer was read: they
 	// wait in serve's journal for the disk, and the answer does not show
 	// them.
-	HooksWaiting int    `json:"hooks_waiting,omitempty"`
+	HooksWaiting int `json:"hooks_waiting,omitempty"`
+	// HooksSpooled is how many hook payloads waited in the data dir's
+	// spool, not yet taken by serve (their hooks could not hand them over
+	// in time), when appends are paused.
+	HooksSpooled int    `json:"hooks_spooled,omitempty"`
 	AsOfSeq      uint64 `json:"as_of_seq,omitempty"`
 	LogError     string `json:"log_error,omitempty"`
 }
@@ -44,7 +48,8 @@ func (s Stale) StaleInfo() Stale { return s }
 // unavailable since 2026-12-02T06:00:00Z (42s): showing the projection
 // as of sequence 1234 (why)", or, appends paused, "appends paused since
 // 2026-12-02T06:00:00Z (42s): 3 hook payloads serve took wait in its
-// journal, not shown; showing the projection as of sequence 1234 (why)".
+// journal, not shown; 2 more wait in the spool, not yet taken; showing
+// the projection as of sequence 1234 (why)".
 // It is "" for an answer that is not stale.
 func (s Stale) Text(now time.Time) string {
 	var t string
@@ -59,6 +64,14 @@ func (s Stale) Text(now time.Time) string {
 			t += "1 hook payload serve took waits in its journal, not shown; "
 		case s.HooksWaiting > 1:
 			t += fmt.Sprintf("%d hook payloads serve took wait in its journal, not shown; ", s.HooksWaiting)
+		}
+		switch {
+		case s.HooksSpooled > 0 && s.HooksWaiting > 0:
+			t += fmt.Sprintf("%d more %s in the spool, not yet taken; ", s.HooksSpooled, plural(s.HooksSpooled, "waits", "wait"))
+		case s.HooksSpooled == 1:
+			t += "1 hook payload waits in the spool, not yet taken by serve; "
+		case s.HooksSpooled > 1:
+			t += fmt.Sprintf("%d hook payloads wait in the spool, not yet taken by serve; ", s.HooksSpooled)
 		}
 		t += fmt.Sprintf("showing the projection as of sequence %d", s.AsOfSeq)
 	default:
@@ -143,7 +156,7 @@ func (s *Service) staleNow() Stale {
 	}
 	if s.PausedSince != nil {
 		if since := s.PausedSince(); !since.IsZero() {
-			if st := s.pausedStale(since); st.HooksWaiting > 0 {
+			if st := s.pausedStale(since); st.HooksWaiting > 0 || st.HooksSpooled > 0 {
 				return st
 			}
 		}
@@ -158,6 +171,9 @@ func (s *Service) pausedStale(since time.Time) Stale {
 	st := Stale{AppendsPausedSince: &since, AsOfSeq: s.Store.Checkpoint()}
 	if in := s.intake.Load(); in != nil {
 		st.HooksWaiting = in.Pending()
+	}
+	if s.Spooled != nil {
+		st.HooksSpooled = s.Spooled()
 	}
 	if s.Paused != nil {
 		// "disk full since … (dir: why)": the line says appends are
@@ -190,4 +206,12 @@ func (s *Service) pausedRead(ctx context.Context, since time.Time) (Stale, error
 		return st, nil
 	}
 	return Stale{}, nil
+}
+
+// plural returns one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

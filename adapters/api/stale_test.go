@@ -56,7 +56,8 @@ func TestPageNext(t *testing.T) {
 }
 
 // A stale answer's line says why it is stale: the log not answering, or
-// appends paused with hook payloads waiting in serve's journal.
+// appends paused with hook payloads waiting in serve's journal and in
+// the data dir's spool.
 func TestStale_Text(t *testing.T) {
 	since := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	now := since.Add(42 * time.Second)
@@ -73,6 +74,10 @@ func TestStale_Text(t *testing.T) {
 			"appends paused since 2026-12-02T06:00:00Z (42s): 1 hook payload serve took waits in its journal, not shown; showing the projection as of sequence 7"},
 		{Stale{AppendsPausedSince: &since, HooksWaiting: 3, AsOfSeq: 7},
 			"appends paused since 2026-12-02T06:00:00Z (42s): 3 hook payloads serve took wait in its journal, not shown; showing the projection as of sequence 7"},
+		{Stale{AppendsPausedSince: &since, HooksWaiting: 3, HooksSpooled: 2, AsOfSeq: 7},
+			"appends paused since 2026-12-02T06:00:00Z (42s): 3 hook payloads serve took wait in its journal, not shown; 2 more wait in the spool, not yet taken; showing the projection as of sequence 7"},
+		{Stale{AppendsPausedSince: &since, HooksSpooled: 1, AsOfSeq: 7},
+			"appends paused since 2026-12-02T06:00:00Z (42s): 1 hook payload waits in the spool, not yet taken by serve; showing the projection as of sequence 7"},
 	} {
 		if got := c.st.Text(now); got != c.want {
 			t.Errorf("Text = %q\nwant %q", got, c.want)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -371,6 +372,10 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	svc.PausedSince = func() time.Time {
 		since, _, _ := p.Pause.Since()
 		return since
+	}
+	svc.Spooled = func() int {
+		n, _ := filepath.Glob(filepath.Join(dd.Path("spool"), "*.json"))
+		return len(n)
 	}
 	var in *api.Intake
 	if !cfg.Reader {
