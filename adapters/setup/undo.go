@@ -128,13 +128,7 @@ func undoSettings(rec SettingsRecord, w io.Writer) error {
 	backups := append([]string{rec.Backup}, rec.Backups...)
 	if digest(cur) == rec.WroteSHA256 {
 		if rec.Created {
-			if err := os.Remove(target); err != nil {
-				return fmt.Errorf("remove %s: %w", rec.Path, err)
-			}
-			removeBackups(backups)
-			say(w, "removed %s: setup created it", rec.Path)
-			removeMadeDirs(w, filepath.Dir(target), rec.CreatedDir)
-			return nil
+			return removeCreated(rec, target, backups, "", w)
 		}
 		if old, ok := readBackup(rec); ok {
 			st, err := os.Stat(target)
@@ -157,13 +151,7 @@ func undoSettings(rec SettingsRecord, w io.Writer) error {
 		// Setup made the file, and what is left once its entries are out
 		// is nothing (the file was rewritten since, say by the agent,
 		// without a key of its own): there was no file before setup.
-		if err := os.Remove(target); err != nil {
-			return fmt.Errorf("remove %s: %w", rec.Path, err)
-		}
-		removeBackups(backups)
-		say(w, "removed %s: setup created it, and nothing but setup's entries was in it", rec.Path)
-		removeMadeDirs(w, filepath.Dir(target), rec.CreatedDir)
-		return nil
+		return removeCreated(rec, target, backups, ", and nothing but setup's entries was in it", w)
 	}
 	if !bytes.Equal(out, cur) {
 		c := &settings.Change{Path: rec.Path, Target: target, Old: cur, New: out, Existed: true}
@@ -190,6 +178,19 @@ func undoSettings(rec SettingsRecord, w io.Writer) error {
 	default:
 		say(w, "%s changed since setup wrote it, so it was not put back whole; the file before setup is kept in %s", rec.Path, rec.Backup)
 	}
+	return nil
+}
+
+// removeCreated removes target, the settings file rec records setup
+// created, with backups and the directories setup made for it, saying
+// so (and why, what more is said of it).
+func removeCreated(rec SettingsRecord, target string, backups []string, why string, w io.Writer) error {
+	if err := os.Remove(target); err != nil {
+		return fmt.Errorf("remove %s: %w", rec.Path, err)
+	}
+	removeBackups(backups)
+	say(w, "removed %s: setup created it%s", rec.Path, why)
+	removeMadeDirs(w, filepath.Dir(target), rec.CreatedDir)
 	return nil
 }
 
