@@ -236,18 +236,7 @@ func resolveHiddenSnap(hide, keep []string, watch func(dir, name string) error, 
 		}
 	}
 	var reals []string
-	for _, p := range hide {
-		if p == "" {
-			continue
-		}
-		real, err := r.EvalSymlinks(p)
-		if err != nil {
-			real = filepath.Clean(p)
-		} else {
-			reals = append(reals, real)
-		}
-		s.paths = append(s.paths, real)
-	}
+	s.paths, reals = resolvePaths(&r, hide)
 	s.pathAliases = mountAliasesIn(ms, reals)
 	s.seen, s.dirs = r.seen, r.dirs
 	return s, watch != nil && !r.unwatched
@@ -334,4 +323,36 @@ func (w *HiddenWatch) changedLocked() bool {
 	}
 	m, err := os.ReadFile("/proc/self/mountinfo")
 	return err != nil || !bytes.Equal(m, w.mounts)
+}
+
+// ResolveHidden resolves hidden paths hide (Spec.Hidden, absolute) as
+// they are now, as HiddenWatch.Resolved does without a watch: paths holds
+// each resolved through its symbolic links where it resolves, else
+// cleaned (an empty one left out), in hide's order; aliases the other
+// places this process's mount table shows those that resolve at
+// (MountAliases). The directories most of them share are read once
+// (Resolver.List).
+func ResolveHidden(hide []string) (paths, aliases []string) {
+	var r Resolver
+	r.List(hide)
+	paths, reals := resolvePaths(&r, hide)
+	return paths, MountAliases(reals)
+}
+
+// resolvePaths resolves each of hide with r: paths as ResolveHidden
+// gives them, reals those of them that resolved.
+func resolvePaths(r *Resolver, hide []string) (paths, reals []string) {
+	for _, p := range hide {
+		if p == "" {
+			continue
+		}
+		real, err := r.EvalSymlinks(p)
+		if err != nil {
+			real = filepath.Clean(p)
+		} else {
+			reals = append(reals, real)
+		}
+		paths = append(paths, real)
+	}
+	return paths, reals
 }

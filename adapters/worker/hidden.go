@@ -146,29 +146,11 @@ type hiddenReals struct {
 	aliases []string
 }
 
-// resolveHidden resolves hide (HiddenPaths) as they are now. The paths
-// share most of their directories (the home, its .config): each is
-// looked at once a call, not once a path, and a directory most of them
-// lie in is read once rather than each of its names looked up (List).
+// resolveHidden resolves hide (HiddenPaths) as they are now
+// (sandbox.ResolveHidden).
 func resolveHidden(hide []string) hiddenReals {
-	var rs sandbox.Resolver
-	rs.List(hide)
-	var h hiddenReals
-	var reals []string
-	for _, p := range hide {
-		if p == "" {
-			continue
-		}
-		r, err := rs.EvalSymlinks(p)
-		if err != nil {
-			r = filepath.Clean(p)
-		} else {
-			reals = append(reals, r)
-		}
-		h.paths = append(h.paths, r)
-	}
-	h.aliases = sandbox.MountAliases(reals)
-	return h
+	paths, aliases := sandbox.ResolveHidden(hide)
+	return hiddenReals{paths: paths, aliases: aliases}
 }
 
 // check is CheckHidden of workspace ws against h, with keep.
