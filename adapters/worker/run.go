@@ -879,6 +879,13 @@ func (w *Worker) supervise(j *job, st command.State) {
 	close(j.out)
 	<-j.pubDone
 	<-j.recorded
+	// A stdin write the process took before it ended is recorded before
+	// the exit (the command's state takes no stdin once it has exited):
+	// the write holds j.stdin until its record is appended. With the
+	// process tree gone, a write under way ends at once (the process is
+	// gone), so this waits for an append at most.
+	j.stdin.Lock()
+	j.stdin.Unlock()
 	if j.abandoned.Load() {
 		return // another worker declared this one dead; the command's end is recorded
 	}
