@@ -65,7 +65,7 @@ const (
 // Reply wraps every answer: Error set means the request failed.
 type Reply struct {
 	Error string          `json:"error,omitempty"`
-	Code  string          `json:"code,omitempty"` // "not_found", "rejected", "malformed", "too_large"
+	Code  string          `json:"code,omitempty"` // "not_found", "rejected", "malformed", "too_large", "appends_held"
 	Data  json.RawMessage `json:"data,omitempty"`
 }
 
@@ -110,6 +110,8 @@ func errCode(err error) string {
 		return "malformed"
 	case errors.Is(err, ErrTooLarge):
 		return "too_large"
+	case errors.Is(err, ErrHeld):
+		return hooksock.CodeHeld
 	}
 	return ""
 }
@@ -148,6 +150,12 @@ const HandleTimeout = 5 * time.Minute
 
 // ErrTooLarge is wrapped by the error of an answer over MaxReply bytes.
 var ErrTooLarge = errors.New("answer too large")
+
+// ErrHeld is wrapped by the error of a hook serve did not take because
+// it holds its appends for want of disk space (Service.Hook): nothing was
+// appended, and the same payload goes in once the disk frees. Its code on
+// the wire is hooksock.CodeHeld.
+var ErrHeld = errors.New("serve holds appends")
 
 // PartSize returns the most answer bytes one message on nc carries.
 func PartSize(nc *nats.Conn) int {
@@ -401,6 +409,8 @@ func decodeAnswer(verb string, data []byte, resp any) error {
 			re.is = events.ErrMalformed
 		case "too_large":
 			re.is = ErrTooLarge
+		case hooksock.CodeHeld:
+			re.is = ErrHeld
 		}
 		return re
 	}

@@ -49,7 +49,7 @@ type Intake struct {
 	queue    []*intakeItem // taken and not done, in sequence order
 	accepted uint64        // sequence of the last record taken
 	through  uint64        // every record up to it is done
-	changed  chan struct{} // closed (and replaced) when queue or through moves
+	changed  chan struct{} // closed (and replaced) when queue, through or a round's failure moves
 	lastErr  error         // why the last round left records undone
 }
 
@@ -303,6 +303,9 @@ func (in *Intake) round(ctx context.Context) (int, error) {
 	wg.Wait()
 	in.mu.Lock()
 	in.lastErr = firstErr
+	if firstErr != nil {
+		in.signalLocked() // a waiter that gives up on held appends looks (WaitUnlessHeld)
+	}
 	in.mu.Unlock()
 	return finished, firstErr
 }
@@ -363,6 +366,23 @@ func (in *Intake) ingest(ctx context.Context, it *intakeItem) error {
 // log, or set aside), or with an error naming how many are left and why
 // when that takes longer than IntakeWait or ctx ends first.
 func (in *Intake) Wait(ctx context.Context) error {
+	return in.wait(ctx, false)
+}
+
+// WaitUnlessHeld is Wait, but it gives up at once, with an error
+// wrapping ErrHeld that says why (Service.held), when the records it
+// waits for wait for disk space: the last round failed because serve
+// holds its appends (the log's reserve, natslog.HeldError, or serve's
+// pause) and serve's appends are paused still (Service.Paused; a
+// Service without it trusts the failure). What waits for them then
+// waits until the disk is freed, far past what a hook waits for its
+// answer.
+func (in *Intake) WaitUnlessHeld(ctx context.Context) error {
+	return in.wait(ctx, true)
+}
+
+// wait is Wait, or WaitUnlessHeld with unlessHeld.
+func (in *Intake) wait(ctx context.Context, unlessHeld bool) error {
 	in.mu.Lock()
 	target := in.accepted
 	in.mu.Unlock()
@@ -374,6 +394,11 @@ func (in *Intake) Wait(ctx context.Context) error {
 		in.mu.Unlock()
 		if through >= target {
 			return nil
+		}
+		if unlessHeld && why != nil && in.svc.pausedNow() {
+			if err := in.svc.held(why); errors.Is(err, ErrHeld) {
+				return err
+			}
 		}
 		err := ctx.Err()
 		select {

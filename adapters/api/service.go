@@ -18,6 +18,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/codex"
 	"github.com/logbook-dev/logbook/adapters/ingest"
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 	"github.com/logbook-dev/logbook/reducers/command"
@@ -190,12 +191,45 @@ type HookReply struct {
 	Queued uint64 `json:"queued,omitempty"`
 }
 
+// Hook is the hook verb (HookRequest → HookReply): HookThen with nothing
+// more to decide. While serve holds its appends for want of disk space
+// it does not wait for them: a hook whose payload cannot go in now (its
+// append refused, or the hooks taken before it waiting for the disk) is
+// answered at once with an error wrapping ErrHeld that says why (held),
+// code "appends_held", and keeps its payload in its spool for serve to
+// deliver once the disk frees; a wait would end in the hook's own timeout,
+// which says nothing of the disk.
 func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
-	r, _, err := s.HookThen(ctx, data, nil)
+	r, _, err := s.hookThen(ctx, data, nil, true)
 	if err != nil {
-		return nil, err
+		return nil, s.held(err)
 	}
 	return r, nil
+}
+
+// held returns err as a hook is told it when serve holds its appends: an
+// error wrapping ErrHeld whose message says why, for an append the log's
+// reserve refused (natslog.HeldError: "serve holds appends: the disk
+// under the log's store is short of its reserve of free space (N bytes
+// free under DIR, …)"), or for one that failed while serve's appends are
+// paused (Paused: "serve holds appends: disk full since …"). Any other
+// err (input, an owner's refusal, a context's end) is returned as it is.
+func (s *Service) held(err error) error {
+	if err == nil || errors.Is(err, ErrHeld) {
+		return err
+	}
+	if he, ok := errors.AsType[*natslog.HeldError](err); ok {
+		return fmt.Errorf("%w: %s", ErrHeld, he.Reason())
+	}
+	if IsInputError(err) || errors.Is(err, ErrNotOwner) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if s.Paused != nil {
+		if p := s.Paused(); p != "" {
+			return fmt.Errorf("%w: %s", ErrHeld, strings.TrimPrefix(p, "appends paused: "))
+		}
+	}
+	return err
 }
 
 // HookThen is Hook with then deciding more on the session in the hook's
@@ -206,6 +240,19 @@ func (s *Service) Hook(ctx context.Context, data []byte) (any, error) {
 // sender is dropped), and refuses a hook from the system socket for a
 // session another user owns (ErrNotOwner), appending nothing.
 func (s *Service) HookThen(ctx context.Context, data []byte, then ingest.Then) (HookReply, session.State, error) {
+	return s.hookThen(ctx, data, then, false)
+}
+
+// pausedNow reports whether serve's appends are paused now (Paused says
+// so), or, for a Service without Paused, true.
+func (s *Service) pausedNow() bool {
+	return s.Paused == nil || s.Paused() != ""
+}
+
+// hookThen is HookThen; with unlessHeld the wait for the hooks taken
+// before this one gives up at once when they wait for disk space
+// (Intake.WaitUnlessHeld).
+func (s *Service) hookThen(ctx context.Context, data []byte, then ingest.Then, unlessHeld bool) (HookReply, session.State, error) {
 	data, err := withSender(ctx, data)
 	if err != nil {
 		return HookReply{}, session.State{}, err
@@ -215,7 +262,11 @@ func (s *Service) HookThen(ctx context.Context, data []byte, then ingest.Then) (
 		return HookReply{}, session.State{}, err
 	}
 	// Hooks taken on the socket before this one are decided first.
-	if err := s.WaitIntake(ctx); err != nil {
+	wait := s.WaitIntake
+	if in := s.intake.Load(); in != nil && unlessHeld {
+		wait = in.WaitUnlessHeld
+	}
+	if err := wait(ctx); err != nil {
 		return HookReply{}, session.State{}, err
 	}
 	if e.Sender != nil {

@@ -12,6 +12,7 @@ package hookrecord
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/term"
 )
@@ -46,7 +48,9 @@ type Recorder struct {
 	// the server refused it as input.
 	Deliver func(ctx context.Context, req api.HookRequest) error
 	// Warn receives the line said when a payload is spooled because the
-	// server did not take it.
+	// server did not take it: why, and, when serve holds its appends for
+	// want of disk space (api.ErrHeld), that it goes in once the disk
+	// frees (hooksock.HeldKept).
 	Warn io.Writer
 }
 
@@ -129,7 +133,11 @@ func (r Recorder) Record(ctx context.Context, name string, payload []byte, prepa
 	if err != nil {
 		// The payload is safe in the spool; the server delivers it later.
 		// Its message may name the data dir, whose path may hold any byte.
-		fmt.Fprintf(r.Warn, "logbook hook: kept in spool: %s\n", term.Field(RedactErr(r.redactor(), err).Error()))
+		msg := RedactErr(r.redactor(), err).Error()
+		if errors.Is(err, api.ErrHeld) {
+			msg += "; " + hooksock.HeldKept // serve said why it did not take it
+		}
+		fmt.Fprintf(r.Warn, "logbook hook: kept in spool: %s\n", term.Field(msg))
 	}
 	return nil
 }

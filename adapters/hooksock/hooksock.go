@@ -51,6 +51,16 @@ var (
 	ErrTimeout = errors.New("no answer in time")
 )
 
+// CodeHeld is the code of a hook's answer when serve did not take the
+// payload because it holds its appends for want of disk space
+// (adapters/api.ErrHeld); the answer's error says why.
+const CodeHeld = "appends_held"
+
+// HeldKept ends what a hook says when it kept its payload in the spool
+// after an answer of code CodeHeld: serve takes it from there once it
+// appends again. logbook-hook and `logbook hook` both say it.
+const HeldKept = "delivered when the disk frees"
+
 // maxPath is the longest socket path connect and bind take (sun_path).
 const maxPath = len(unix.RawSockaddrUnix{}.Path) - 1
 

@@ -18,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/cmd/logbook/internal/bench"
@@ -697,4 +698,79 @@ func TestDiskFullServeStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A hook while serve holds its appends because the disk under the log's
+// store is short of its reserve of free space: `logbook hook claude`,
+// whether its own append is refused or the hooks serve's journal took
+// before it (from logbook-hook) wait for the disk, keeps the payload in
+// the spool and says why at once (serve answers so), not after its own
+// wait ran out with a timeout that says nothing of the disk. Once space
+// is freed serve delivers what waits.
+func TestDiskHeldHookSaysWhy(t *testing.T) {
+	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	disk := filepath.Join(data, "jetstream")
+	mountTmpfs(t, disk, 48<<20)
+	s := &soak{t: t, bin: soakBuild(t), data: data}
+	t.Cleanup(s.procs.killAll)
+	hookBin := hookBuild(t, s.bin)
+	ctx := t.Context()
+	s.startServe(ctx)
+	// Room for a few hooks, under the reserve (16 MiB): held, not full.
+	reserve, err := diskfull.Reserve(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(disk, &st); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(disk, "filler")
+	f, err := os.Create(filler)
+	if err == nil {
+		err = syscall.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*st.Bsize-reserve/2)
+		f.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "doctor saying appends are paused", func() bool {
+		out, _ := s.run(ctx, nil, "doctor")
+		return strings.Contains(string(out), "appends are held so that no atomic batch is cut")
+	})
+	hook := func(sid, prompt string) []byte {
+		return fmt.Appendf(nil, `{"session_id":%q,"transcript_path":"/home/user/.claude/projects/p/%s.jsonl","cwd":"/home/user/project","hook_event_name":"UserPromptSubmit","prompt_id":%q,"prompt":"while the disk is short"}`, sid, sid, prompt)
+	}
+	said := regexp.MustCompile(`^logbook hook: kept in spool: serve holds appends: the disk under the log's store is short of its reserve of free space \(\d+ bytes free under \S+, under the log's reserve of \d+ MiB\); delivered when the disk frees\n$`)
+	check := func(what string, payload []byte) {
+		t.Helper()
+		start := time.Now()
+		out, err := s.run(ctx, payload, "hook", "claude")
+		if took := time.Since(start); err != nil || !said.Match(out) || took > 1500*time.Millisecond {
+			t.Errorf("hook claude (%s) while appends are held: %v after %s:\n%s", what, err, took.Round(time.Millisecond), out)
+		}
+	}
+	check("its own append", hook("held-1", "p1"))
+	// The spool emptied by hand, for logbook-hook to hand its hook to
+	// serve's journal (with entries waiting it spools behind them).
+	sp, err := claude.Open(dataDir(data).path("spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range s.spooled() {
+		if err := sp.Remove(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := s.runCommand(s.commandOf(ctx, hookBin, hook("held-2", "p2"), "claude")); err != nil || len(out) != 0 {
+		t.Fatalf("logbook-hook while appends are held: %v: %s, want it taken into serve's journal", err, out)
+	}
+	check("behind serve's journal", hook("held-2", "p3"))
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the spool delivered once space is freed", func() bool { return len(s.spooled()) == 0 })
 }

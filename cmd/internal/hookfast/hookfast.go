@@ -425,7 +425,10 @@ var errRefused = errors.New("refused by the server")
 // spool the payload; no socket beside a serve.json that names a server
 // (a server without the socket: a reader, an older logbook) is an error
 // wrapping hooksock.ErrNoSocket, for the caller to hand the payload to
-// logbook; a refusal of the payload wraps errRefused. serve.json is read
+// logbook; a refusal of the payload wraps errRefused; serve holding its
+// appends for want of disk space (code hooksock.CodeHeld) is an error
+// saying why and that the spool's copy goes in once the disk frees
+// (hooksock.HeldKept). serve.json is read
 // only when there is no socket: a server that answers on it runs.
 //
 // It takes a deadline, not a context: a context's deadline is a runtime
@@ -453,6 +456,9 @@ func deliver(deadline time.Time, dir string, req hookRequest) error {
 	switch r.Code {
 	case "malformed", "rejected", "too_large":
 		return fmt.Errorf("%w: %s", errRefused, r.Error)
+	case hooksock.CodeHeld:
+		// Why serve did not take it; the caller keeps it in the spool.
+		return fmt.Errorf("%s; %s", r.Error, hooksock.HeldKept)
 	}
 	return errors.New(r.Error)
 }

@@ -283,3 +283,46 @@ func TestViaSystem_NoAnswerSaysUnknown(t *testing.T) {
 		t.Errorf("%d connections, want 1 (nothing sent again)", n)
 	}
 }
+
+// TestMain_HeldSaysWhy: a serve that answers that it holds its appends
+// for want of disk space (code appends_held) has the payload kept in the
+// spool, exit 0, and the hook says serve's reason and that it goes in
+// once the disk frees, as `logbook hook claude` says it.
+func TestMain_HeldSaysWhy(t *testing.T) {
+	data := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(data, hooksock.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const why = "serve holds appends: the disk under the log's store is short of its reserve of free space (3 bytes free under /d/jetstream, under the log's reserve of 16 MiB)"
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 1<<16)
+			for {
+				if _, err := c.Read(buf); err != nil {
+					break
+				}
+			}
+			fmt.Fprintf(c, `{"error":%q,"code":%q}`, why, hooksock.CodeHeld)
+			c.Close()
+		}
+	}()
+	var stderr bytes.Buffer
+	p := `{"session_id":"s1","transcript_path":"/tmp/x.jsonl","cwd":"/tmp","hook_event_name":"Stop"}`
+	code := Main([]string{"--data", data, "claude"}, strings.NewReader(p), &stderr, "/nonexistent/logbook")
+	if want := "logbook hook: kept in spool: " + why + "; " + hooksock.HeldKept + "\n"; code != 0 || stderr.String() != want {
+		t.Errorf("exit %d, %q\nwant exit 0, %q", code, stderr.String(), want)
+	}
+	sp, err := hookspool.Open(filepath.Join(data, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := sp.Pending(); err != nil || len(pending) != 1 {
+		t.Errorf("spool holds %d entries (%v), want the payload", len(pending), err)
+	}
+}
