@@ -3,6 +3,7 @@ package hookrecord
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/redact"
 )
 
@@ -52,6 +54,21 @@ func TestRecord_Spooled(t *testing.T) {
 	}
 	if !strings.Contains(warn.String(), "kept in spool: no server running") {
 		t.Errorf("warned %q", warn.String())
+	}
+}
+
+// TestRecord_Held: a server that holds its appends for want of disk
+// space (api.ErrHeld) has the payload spooled, with a line saying
+// serve's reason and that it goes in once the disk frees.
+func TestRecord_Held(t *testing.T) {
+	why := fmt.Errorf("%w: the disk under the log's store is short of its reserve of free space (3 bytes free)", api.ErrHeld)
+	r, warn := recorder(t, func(context.Context, api.HookRequest) error { return why })
+	if err := r.Record(t.Context(), "hook test", []byte(`{"a":1}`), func(b []byte) ([]byte, error) { return b, nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := "logbook hook: kept in spool: serve holds appends: the disk under the log's store is short of its reserve of free space (3 bytes free); " + hooksock.HeldKept + "\n"
+	if warn.String() != want {
+		t.Errorf("warned %q\nwant   %q", warn.String(), want)
 	}
 }
 
