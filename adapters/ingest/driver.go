@@ -189,6 +189,12 @@ type Summary struct {
 	// stopped because the server went away; both are among Errors.
 	Diverged int `json:"-"`
 	Lost     int `json:"-"`
+	// truncated counts the Diverged files shorter now than what was
+	// imported (the others were rewritten); kept is how many lines the
+	// Diverged files' sessions imported from them before they changed,
+	// which stay in the log and are counted neither as appended nor as
+	// already in the log: the files no longer hold them as imported.
+	truncated, kept int
 	// refused counts the Errors no later import gets past as the file
 	// stands: a path that is not a regular file or leads into the data
 	// dir, and the paths the plan refused; invalid those at a line that
@@ -212,6 +218,12 @@ type SummaryFile struct {
 	Lines    int      `json:"lines"`
 	Torn     bool     `json:"torn"`
 	Warnings []string `json:"warnings"`
+	// Changed and Kept are FileResult's: how a file that stopped the
+	// import had changed under Logbook ("truncated", "rewritten"), and
+	// the lines imported from it before, which the log keeps; absent
+	// for any other file.
+	Changed string `json:"changed,omitempty"`
+	Kept    int    `json:"kept,omitempty"`
 }
 
 // Line returns the summary's last line, files counted as kind
@@ -219,7 +231,10 @@ type SummaryFile struct {
 // in part (a file that stopped at an error after lines that are in the
 // log: "imported 0 transcript files and 1 in part"), lines appended,
 // lines the log had already, and how many files stopped at an error
-// (only the lines before it are in the log) or could not be read.
+// (only the lines before it are in the log) or could not be read; of
+// those, the ones that changed under Logbook (truncated or rewritten:
+// none of their lines counted as in the log) and the lines imported
+// from them before, which the log keeps.
 func (s Summary) Line(kind string) string {
 	l := "imported " + plural(len(s.Files)-s.stopped, kind)
 	if s.inPart > 0 {
@@ -238,6 +253,9 @@ func (s Summary) Line(kind string) string {
 	l += fmt.Sprintf(", %d already in the log", s.Skipped)
 	if n := len(s.Errors); n > 0 {
 		l += fmt.Sprintf("; %d stopped at an error", n)
+		if s.Diverged > 0 {
+			l += " (" + s.changed() + ")"
+		}
 	}
 	switch {
 	case s.Interrupted > 0 && s.NotStarted > 0:
@@ -248,6 +266,25 @@ func (s Summary) Line(kind string) string {
 		l += fmt.Sprintf("; %s not started: the import was interrupted (importing again resumes)", plural(s.NotStarted, kind))
 	}
 	return l
+}
+
+// changed says the Diverged files of the summary: how many were
+// truncated and how many rewritten under Logbook, and the lines imported
+// from them before, which the log keeps: "1 truncated under Logbook: the
+// log keeps the 4 lines imported from it before".
+func (s Summary) changed() string {
+	var what []string
+	if s.truncated > 0 {
+		what = append(what, fmt.Sprintf("%d truncated", s.truncated))
+	}
+	if r := s.Diverged - s.truncated; r > 0 {
+		what = append(what, fmt.Sprintf("%d rewritten", r))
+	}
+	them := "it"
+	if s.Diverged > 1 {
+		them = "them"
+	}
+	return fmt.Sprintf("%s under Logbook: the log keeps the %s imported from %s before", strings.Join(what, " and "), plural(s.kept, "line"), them)
 }
 
 // Err returns why the import ends non-zero, nil when no file stopped
@@ -339,6 +376,10 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 						sum.Files = append(sum.Files, summaryFile(r))
 						sum.Appended += r.Appended
 						sum.Skipped += r.Skipped
+						sum.kept += r.Kept
+						if r.Changed == "truncated" {
+							sum.truncated++
+						}
 					}
 					if interrupted {
 						sum.Interrupted++
@@ -393,7 +434,7 @@ func summaryFile(r FileResult) SummaryFile {
 	if w == nil {
 		w = []string{}
 	}
-	return SummaryFile{Path: r.Path, Session: r.Session, Appended: r.Appended, Skipped: r.Skipped, Lines: r.Lines, Torn: r.Torn, Warnings: w}
+	return SummaryFile{Path: r.Path, Session: r.Session, Appended: r.Appended, Skipped: r.Skipped, Lines: r.Lines, Torn: r.Torn, Warnings: w, Changed: r.Changed, Kept: r.Kept}
 }
 
 // PathName returns path as an import's notes and errors name it: as it

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/events"
 )
 
 // testFormat takes files as named; a file is one of its own when its
@@ -225,6 +226,57 @@ func TestSummaryErr_ResumeHint(t *testing.T) {
 		}
 		if got := strings.Contains(err.Error(), "--skip-invalid"); got != tt.unparsable {
 			t.Errorf("%s: %v; want the advice on a line that does not parse: %v", tt.name, err, tt.unparsable)
+		}
+	}
+}
+
+// TestSummaryLine_Changed: files that changed under Logbook count none of
+// their lines as already in the log; the summary says how many were
+// truncated and rewritten and the lines imported from them before,
+// which the log keeps.
+func TestSummaryLine_Changed(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.jsonl", "b.jsonl", "c.jsonl", "d.jsonl"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := PlanImport(testFormat(), []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diverged := func(path, change string, kept int) ([]FileResult, error) {
+		de := &DivergedError{Path: path, Imported: events.Fingerprint{Line: kept}}
+		if change == "rewritten" {
+			de.Found.SHA256 = "ab"
+		}
+		if got := de.Change(); got != change {
+			t.Fatalf("Change() = %q, want %q", got, change)
+		}
+		return []FileResult{{Path: path, Changed: change, Kept: kept}}, de
+	}
+	for _, tt := range []struct {
+		name    string
+		results map[string]func(string) ([]FileResult, error)
+		want    string
+	}{
+		{"Truncated", map[string]func(string) ([]FileResult, error){
+			"a.jsonl": func(p string) ([]FileResult, error) { return diverged(p, "truncated", 8) },
+		}, "imported 3 logs: 6 lines appended, 6 already in the log; 1 stopped at an error (1 truncated under Logbook: the log keeps the 8 lines imported from it before)"},
+		{"Both", map[string]func(string) ([]FileResult, error){
+			"a.jsonl": func(p string) ([]FileResult, error) { return diverged(p, "truncated", 8) },
+			"b.jsonl": func(p string) ([]FileResult, error) { return diverged(p, "truncated", 1) },
+			"c.jsonl": func(p string) ([]FileResult, error) { return diverged(p, "rewritten", 4) },
+		}, "imported 1 log: 2 lines appended, 2 already in the log; 3 stopped at an error (2 truncated and 1 rewritten under Logbook: the log keeps the 13 lines imported from them before)"},
+	} {
+		sum := p.Run(t.Context(), Runner[string]{Workers: 1, Import: func(_ context.Context, path string, _ func()) ([]FileResult, error) {
+			if f, ok := tt.results[filepath.Base(path)]; ok {
+				return f(path)
+			}
+			return []FileResult{{Path: path, Appended: 2, Skipped: 2, Lines: 4}}, nil
+		}}, io.Discard)
+		if got := sum.Line("log"); got != tt.want {
+			t.Errorf("%s: Line\n got %q\nwant %q", tt.name, got, tt.want)
 		}
 	}
 }

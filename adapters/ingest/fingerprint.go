@@ -162,6 +162,17 @@ func (e *DivergedError) Error() string {
 		e.Path, line, what, e.Session, e.Imported.Line, e.Command, shellWord(e.Path), e.NewSession)
 }
 
+// Change says how the file changed: "truncated" when it is shorter
+// than what was imported (empty, or ending before the last line
+// imported), "rewritten" when another line stands where one was
+// imported.
+func (e *DivergedError) Change() string {
+	if e.Found.SHA256 == "" {
+		return "truncated"
+	}
+	return "rewritten"
+}
+
 // shellWord returns path as one word a shell reads back as path, quoted
 // (mvdan.cc/sh's syntax.Quote) when it holds anything the shell would
 // split or expand, and led by ./ when it begins with a dash: the path in

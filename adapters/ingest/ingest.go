@@ -410,6 +410,13 @@ type FileResult struct {
 	Lines    int    // the session's line cursor after the import
 	Torn     bool   // the last line is incomplete and waits for the next import
 	Warnings []string
+	// Changed is, for a file that changed under Logbook and stopped the
+	// import (DivergedError), how: "truncated" or "rewritten"
+	// (DivergedError.Change); "" otherwise. None of such a file is
+	// counted as appended or as already in the log: Kept is how many
+	// lines its session imported from it before, which the log keeps.
+	Changed string
+	Kept    int
 
 	// resent is the lines (first, last) of a run whose append failed and
 	// is being appended again line by line: one of them found in the log
@@ -636,8 +643,12 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			return res, lastFP, fmt.Errorf("%s: %w: the transcript changed under Logbook, and its rewritten form would go on in session %s, which holds another history (not a rewrite of session %s); not imported", path, events.ErrRejected, next.ID, agg.ID)
 		}
 		if !in.asNew && ns.Cursor(path) == 0 {
-			res.Skipped = fp.Line // kept by agg
-			return res, lastFP, &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size, Command: in.command}
+			// None of the file as it is now is imported, nor counted as
+			// in the log: what agg imported before it changed is said
+			// as such (Changed, Kept).
+			de := &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size, Command: in.command}
+			res.Changed, res.Kept = de.Change(), fp.Line
+			return res, lastFP, de
 		}
 		if !in.asNew {
 			line, what := divergence(fp, found, size)
