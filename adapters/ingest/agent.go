@@ -193,7 +193,7 @@ func NewImport[U any](f Format[U], open func(ctx context.Context, env ImportEnv)
 			if err != nil {
 				return Summary{}, err
 			}
-			r.Lost = lost
+			r.Lost, r.AsNew = lost, env.AsNew
 			sum := p.Run(ctx, r, progress)
 			Mark(ctx, MarkImported, "")
 			if end != nil {

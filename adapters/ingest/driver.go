@@ -163,6 +163,10 @@ type Runner[U any] struct {
 	// Begin, if not nil, is called with every unit of the plan before
 	// the first is imported (Ingester.KnowNew: which sessions are new).
 	Begin func(ctx context.Context, units []U)
+	// AsNew says Import imports files that changed under Logbook as new
+	// histories (--as-new, Config.AsNew): the notes of files with nothing
+	// to import say so in its terms.
+	AsNew bool
 }
 
 // Summary is what an import did, as `logbook import <agent> --json`
@@ -219,9 +223,10 @@ type SummaryFile struct {
 	Torn     bool     `json:"torn"`
 	Warnings []string `json:"warnings"`
 	// Changed and Kept are FileResult's: how a file that stopped the
-	// import had changed under Logbook ("truncated", "rewritten"), and
-	// the lines imported from it before, which the log keeps; absent
-	// for any other file.
+	// import, or that an import --as-new started a new history of, had
+	// changed under Logbook ("truncated", "rewritten"), and the lines
+	// imported from it before, which the log keeps; absent for any
+	// other file.
 	Changed string `json:"changed,omitempty"`
 	Kept    int    `json:"kept,omitempty"`
 }
@@ -266,6 +271,23 @@ func (s Summary) Line(kind string) string {
 		l += fmt.Sprintf("; %s not started: the import was interrupted (importing again resumes)", plural(s.NotStarted, kind))
 	}
 	return l
+}
+
+// nothingNote is the note of the file named name that held nothing to
+// import (what: "empty file", "only blank lines") and whose import gave
+// r: "<name>: empty file, nothing to import yet", or, imported asNew,
+// nothing to import as new; and, when the import found the file changed
+// under Logbook, what the old history keeps and that the new one begins
+// once an import --as-new finds a line in the file (a plain import
+// stops at it, DivergedError, until then).
+func nothingNote(name, what string, asNew bool, r FileResult) string {
+	if !asNew {
+		return fmt.Sprintf("%s: %s, nothing to import yet", name, what)
+	}
+	if r.Changed == "" {
+		return fmt.Sprintf("%s: %s, nothing to import as new", name, what)
+	}
+	return fmt.Sprintf("%s: %s, nothing to import as new: it was %s under Logbook; session %s keeps the %s imported from it before, and its new history, session %s, begins once an import --as-new finds a line in it", name, what, r.Changed, r.From, plural(r.Kept, "line"), r.Session)
 }
 
 // changed says the Diverged files of the summary: how many were
@@ -359,7 +381,7 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 					interrupted := err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 					mu.Lock()
 					if what, ok := p.yet[path]; ok && err == nil && len(rs) == 1 && rs[0].Appended == 0 && rs[0].Lines == 0 && len(rs[0].Warnings) == 0 {
-						nothing = append(nothing, fmt.Sprintf("%s: %s, nothing to import yet", cmp.Or(p.given[path], path), what))
+						nothing = append(nothing, nothingNote(cmp.Or(p.given[path], path), what, r.AsNew, rs[0]))
 						rs = nil
 					}
 					if err != nil {
@@ -376,9 +398,11 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 						sum.Files = append(sum.Files, summaryFile(r))
 						sum.Appended += r.Appended
 						sum.Skipped += r.Skipped
-						sum.kept += r.Kept
-						if r.Changed == "truncated" {
-							sum.truncated++
+						if err != nil && r.Changed != "" {
+							sum.kept += r.Kept
+							if r.Changed == "truncated" {
+								sum.truncated++
+							}
 						}
 					}
 					if interrupted {

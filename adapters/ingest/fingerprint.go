@@ -166,8 +166,12 @@ func (e *DivergedError) Error() string {
 // than what was imported (empty, or ending before the last line
 // imported), "rewritten" when another line stands where one was
 // imported.
-func (e *DivergedError) Change() string {
-	if e.Found.SHA256 == "" {
+func (e *DivergedError) Change() string { return change(e.Found) }
+
+// change is DivergedError.Change of a file that holds found where it
+// differs from what was imported.
+func change(found events.Fingerprint) string {
+	if found.SHA256 == "" {
 		return "truncated"
 	}
 	return "rewritten"

@@ -410,13 +410,16 @@ type FileResult struct {
 	Lines    int    // the session's line cursor after the import
 	Torn     bool   // the last line is incomplete and waits for the next import
 	Warnings []string
-	// Changed is, for a file that changed under Logbook and stopped the
-	// import (DivergedError), how: "truncated" or "rewritten"
-	// (DivergedError.Change); "" otherwise. None of such a file is
-	// counted as appended or as already in the log: Kept is how many
-	// lines its session imported from it before, which the log keeps.
+	// Changed is how a file had changed under Logbook, for one that
+	// stopped the import (DivergedError) or that this import, AsNew,
+	// starts a new history of (Session): "truncated" or "rewritten"
+	// (DivergedError.Change); "" otherwise. Kept is how many lines
+	// session From, the file's history until then, imported from it
+	// before, which the log keeps. None of a file that stopped the
+	// import is counted as appended or as already in the log.
 	Changed string
 	Kept    int
+	From    string
 
 	// resent is the lines (first, last) of a run whose append failed and
 	// is being appended again line by line: one of them found in the log
@@ -647,8 +650,12 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			// in the log: what agg imported before it changed is said
 			// as such (Changed, Kept).
 			de := &DivergedError{Path: path, Session: agg.ID, NewSession: next.ID, Imported: fp, Found: found, Size: size, Command: in.command}
-			res.Changed, res.Kept = de.Change(), fp.Line
+			res.Changed, res.Kept, res.From = de.Change(), fp.Line, agg.ID
 			return res, lastFP, de
+		}
+		if in.asNew && ns.Cursor(path) == 0 {
+			// The new history starts here, with what the file holds now.
+			res.Changed, res.Kept, res.From = change(found), fp.Line, agg.ID
 		}
 		if !in.asNew {
 			line, what := divergence(fp, found, size)
