@@ -81,6 +81,48 @@ func CheckWorkspace(ws string) error {
 	return nil
 }
 
+// CheckCwd reports why cwd cannot be the working directory of a
+// command in workspace ws (absolute), in the words `logbook exec` and the
+// workers both refuse it with: it names, or leads through a symbolic link
+// into, /proc or /dev/fd (CheckMagicLinks); it lies outside ws, symbolic
+// links followed where they resolve; or, with exists, it does not exist
+// or is not a directory. cwd "" is ws itself: nil. A relative cwd is
+// taken from ws, and every error names the directory as "cwd <ws/cwd>"
+// (an absolute cwd as given).
+// A requester whose workspace is not made yet (one still initializing)
+// checks without exists, leaving that to the worker.
+func CheckCwd(ws, cwd string, exists bool) error {
+	if cwd == "" {
+		return nil
+	}
+	if !filepath.IsAbs(ws) {
+		return fmt.Errorf("workspace %q is not an absolute path", ws)
+	}
+	dir := cwd // an absolute one as given: the name a person wrote
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(ws, dir)
+	}
+	if err := CheckMagicLinks(dir); err != nil {
+		return fmt.Errorf("cwd %w", err)
+	}
+	if err := checkCwd(ws, dir, true); err != nil {
+		return err
+	}
+	if !exists {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cwd %s does not exist", dir)
+	case err != nil:
+		return fmt.Errorf("cwd %s: %w", dir, errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("cwd %s is not a directory", dir)
+	}
+	return nil
+}
+
 // ExitStatus maps an ended command to the exit status of the process
 // that waited for it, and the error that says why when it is not 0: its
 // own exit status (128 + the signal number when a signal killed it), 127

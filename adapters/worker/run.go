@@ -261,13 +261,9 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 	if err := CheckMagicLinks(st.Workspace); err != nil {
 		return verdictDone, w.refuse(ctx, id, "refused: workspace "+err.Error(), "admit")
 	}
-	if cwd := st.Cwd; cwd != "" {
-		if !filepath.IsAbs(cwd) {
-			cwd = filepath.Join(st.Workspace, cwd)
-		}
-		if err := CheckMagicLinks(cwd); err != nil {
-			return verdictDone, w.refuse(ctx, id, "refused: cwd "+err.Error(), "admit")
-		}
+	// The cwd as `logbook exec` checks it (CheckCwd), in the same words.
+	if err := CheckCwd(st.Workspace, st.Cwd, true); err != nil {
+		return verdictDone, w.refuse(ctx, id, "refused: "+err.Error(), "admit")
 	}
 	requested := filepath.Clean(st.Workspace) // as the control feed tracks it
 	// One resolution of the workspace serves admission and the sandbox,
@@ -1065,8 +1061,9 @@ func (w *Worker) store(j *job, batch []outChunk) {
 	w.log.Warn("store output", "command", j.id, "chunks", len(batch), "bytes", size, "err", err)
 }
 
-// checkCwd reports a working directory that is not inside workspace.
-// With resolve, symbolic links are followed (the worker's check, on the
+// checkCwd reports a working directory that is not inside workspace,
+// naming it as "cwd <path>" (a relative cwd taken from workspace), as
+// CheckCwd does. With resolve, symbolic links are followed (the worker's check, on the
 // host that runs the command); without, the check is on the cleaned
 // paths alone (a requester's check, which may run on another host).
 func checkCwd(workspace, cwd string, resolve bool) error {
@@ -1081,6 +1078,7 @@ func checkCwd(workspace, cwd string, resolve bool) error {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(ws, dir)
 	}
+	named := dir // as given, a relative one taken from the workspace
 	dir = filepath.Clean(dir)
 	if resolve {
 		if r, err := filepath.EvalSymlinks(ws); err == nil {
@@ -1091,7 +1089,7 @@ func checkCwd(workspace, cwd string, resolve bool) error {
 		}
 	}
 	if dir != ws && !(ws == "/" || len(dir) > len(ws) && dir[:len(ws)] == ws && dir[len(ws)] == '/') {
-		return fmt.Errorf("cwd %s is outside the workspace %s", cwd, workspace)
+		return fmt.Errorf("cwd %s is outside the workspace %s", named, workspace)
 	}
 	return nil
 }

@@ -856,3 +856,44 @@ func TestNew_RefusesMissingReporter(t *testing.T) {
 		t.Errorf("New with Reporter %s: %v; want an error naming it", cfg.Reporter, err)
 	}
 }
+
+// TestWorker_CwdRefusedAsExecRefusesIt: a request whose working
+// directory is bad (through /proc, outside the workspace by a symbolic
+// link, missing, a file) that reached the log without exec's check is
+// refused by the worker in exec's words: CheckCwd's, which `logbook
+// exec` refuses the same --cwd with.
+func TestWorker_CwdRefusedAsExecRefusesIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	e.startWorker(e.workerConfig())
+	outside := t.TempDir()
+	for name, target := range map[string]string{"escape": outside, "here": "/proc/self/cwd"} {
+		if err := os.Symlink(target, filepath.Join(e.ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(e.ws, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ cwd, want string }{
+		{"here", "cwd " + filepath.Join(e.ws, "here") + " leads through " + filepath.Join(e.ws, "here") + " into /proc or /dev/fd"},
+		{"escape", "cwd " + filepath.Join(e.ws, "escape") + " is outside the workspace " + e.ws},
+		{"nosuch", "cwd " + filepath.Join(e.ws, "nosuch") + " does not exist"},
+		{filepath.Join(e.ws, "file"), "cwd " + filepath.Join(e.ws, "file") + " is not a directory"},
+	} {
+		exec := CheckCwd(e.ws, tc.cwd, true)
+		if exec == nil || !strings.HasPrefix(exec.Error(), tc.want) {
+			t.Errorf("CheckCwd(%q) = %v, want %q…", tc.cwd, exec, tc.want)
+			continue
+		}
+		req := e.request(events.ModeFullAccess, "touch", filepath.Join(e.ws, "ran"))
+		req.RequestedBy, req.Cwd = "person:test@host", tc.cwd
+		st, _ := e.follow(e.submit(req), 20*time.Second)
+		if want := "refused: " + exec.Error(); st.Status != command.StatusRefused || st.EndReason != want {
+			t.Errorf("cwd %q: status %s reason %q\nwant refused %q", tc.cwd, st.Status, st.EndReason, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "ran")); err == nil {
+		t.Error("a refused command ran")
+	}
+}

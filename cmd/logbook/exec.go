@@ -193,15 +193,6 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		}
 		return usageErrorf("exec: %s: %w", what, err)
 	}
-	if f.cwd != "" {
-		cwd := f.cwd
-		if !filepath.IsAbs(cwd) {
-			cwd = filepath.Join(ws, cwd)
-		}
-		if err := worker.CheckMagicLinks(cwd); err != nil {
-			return usageErrorf("exec: --cwd: %w", err)
-		}
-	}
 	if f.workspace == "" { // the current directory is stored too
 		if err := refuseSecrets(g, "exec", typedField{"the current directory (the default --workspace)", "folder", []string{ws}}); err != nil {
 			return err
@@ -213,6 +204,12 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	wsErr := worker.CheckWorkspace(ws)
 	if wsErr != nil {
 		wsErr = fmt.Errorf("exec: %w", wsErr)
+	}
+	// The cwd as the workers check it, in their words (through /proc,
+	// outside the workspace, and, once the workspace is there, missing),
+	// before anything is on the log.
+	if err := worker.CheckCwd(ws, f.cwd, wsErr == nil); err != nil {
+		return usageErrorf("exec: %w", err)
 	}
 	// A system directory is no workspace in any mode: refused here,
 	// before anything is on the log, as the workers refuse it.
