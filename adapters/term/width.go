@@ -143,7 +143,11 @@ func (t *widthTabber) Flush() error {
 
 // EllipsizeLeft keeps the end of s, at most width terminal columns
 // (DisplayWidth) with the "…" that marks a cut at its start: the end of
-// a path is what tells paths apart. A cut falls between characters, never
+// a path is what tells paths apart. A path keeps its last elements whole
+// ("/a/very/long/path/to/somewhere" in 16 columns is "…/to/somewhere"),
+// but for the last alone: with room for more, the end of the element
+// before it goes with it ("…-long-name/sub"), never "…/sub" in a column of
+// 40. A cut falls between characters, never
 // inside one (a wide character that would straddle it goes whole) and
 // never between a character and the combining marks that follow it.
 // A width under 2 leaves s whole.
@@ -165,8 +169,11 @@ func EllipsizeLeft(s string, width int) string {
 		}
 	}
 	tail := s[start:]
-	if i := strings.IndexByte(tail, '/'); i > 0 {
-		tail = tail[i:] // cut at a path separator
+	// Cut at a path separator, keeping whole elements (…/proj/sub),
+	// unless that keeps only the last one: the end of the element before
+	// it, as much as fits, tells more than "…/sub" in a column with room.
+	if i := strings.IndexByte(tail, '/'); i > 0 && strings.IndexByte(tail[i+1:], '/') >= 0 {
+		tail = tail[i:]
 	}
 	return "…" + tail
 }

@@ -94,7 +94,9 @@ func TestWidthTabber_IsTabwriterOnASCII(t *testing.T) {
 
 // TestEllipsizeLeft_Width: a cut keeps at most width terminal columns,
 // "…" included; a wide character that would straddle the cut goes whole,
-// and a combining mark stays with its letter or goes with it.
+// and a combining mark stays with its letter or goes with it. A path
+// keeps its last elements whole, but never its last alone when the
+// element before it has room: the end of that one goes too.
 func TestEllipsizeLeft_Width(t *testing.T) {
 	for _, tc := range []struct {
 		s     string
@@ -102,7 +104,14 @@ func TestEllipsizeLeft_Width(t *testing.T) {
 		want  string
 	}{
 		{"/src/app", 40, "/src/app"},
-		{"/aaaa/bbbb/cccc", 10, "…/cccc"},
+		{"/aaaa/bbbb/cccc", 10, "…bbbb/cccc"},
+		{"/aaaa/bbbb/cccc", 11, "…/bbbb/cccc"},
+		{"/a/bb/cccc", 7, "…b/cccc"},
+		// A long element before the last: its end goes with it, not "…/pkg".
+		{"/srv/build/feature-branch-with-a-very-long-descriptive-name/pkg", 40, "…h-with-a-very-long-descriptive-name/pkg"},
+		{"~/src/github.com/some-organization/a-rather-long-repository-name/services/api", 40, "…/services/api"},
+		{"/a/very/long/path/to/somewhere", 16, "…/to/somewhere"},
+		{"/home/user/a-last-element-longer-than-the-whole-column-is", 20, "…the-whole-column-is"},
 		{"/ホーム/プロジェクト", 40, "/ホーム/プロジェクト"},
 		{"/ホーム/プロジェクト", 10, "…ジェクト"},
 		{"/ホーム/プロジェクト", 11, "…ロジェクト"},
