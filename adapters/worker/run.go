@@ -1063,9 +1063,10 @@ func (w *Worker) store(j *job, batch []outChunk) {
 
 // checkCwd reports a working directory that is not inside workspace,
 // naming it as "cwd <path>" (a relative cwd taken from workspace), as
-// CheckCwd does. With resolve, symbolic links are followed (the worker's check, on the
-// host that runs the command); without, the check is on the cleaned
-// paths alone (a requester's check, which may run on another host).
+// CheckCwd does. With resolve, symbolic links are followed (the worker's
+// check, on the host that runs the command); without, the check is on
+// the cleaned paths alone (a requester's check, which may run on another
+// host).
 func checkCwd(workspace, cwd string, resolve bool) error {
 	if !filepath.IsAbs(workspace) {
 		return fmt.Errorf("workspace %q is not an absolute path", workspace)
