@@ -164,9 +164,11 @@ type Process struct {
 // Start returns an error, and nothing has run, if spec is invalid
 // (ErrInvalidSpec), argv[0] is not found (ErrNotFound), a restricted mode
 // cannot get its boundary (ErrRefused), ctx is already done, or the
-// process cannot be started. A restricted start first runs bubblewrap once
-// as a probe, which costs about as much as the boundary itself, unless
-// spec.Probed says the caller did so already. A spec (*Spec).Busy has
+// process cannot be started: a program the kernel refuses as "text file
+// busy" (open for writing) only once it was tried again for
+// reporter.BusyWait (reporter.WhileBusy). A restricted start first runs
+// bubblewrap once as a probe, which costs about as much as the boundary
+// itself, unless spec.Probed says the caller did so already. A spec (*Spec).Busy has
 // just planned is started on that plan, not planned again before its
 // locks are taken; one like a spec this process started before takes
 // the locks that start took first and plans once, under them, when
@@ -369,16 +371,24 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 	}
 	spec.trace(StepPrepared)
 	p.start = time.Now()
-	err = startUnlocked(cmd)
+	// A program the kernel refuses as busy (open for writing: most often
+	// by a child its writer forked, until that child's exec) is tried
+	// again, as the restricted modes' reporter tries it.
+	tries := 0
+	err = reporter.WhileBusy(func() error {
+		if tries++; tries > 1 {
+			cmd = again(cmd, cmd.Path, cmd.Args)
+		}
+		return startTry(cmd)
+	})
 	if err != nil && !pl.restricted && errors.Is(err, syscall.ENOEXEC) {
 		// A file the kernel will not run as a program (a script without
 		// "#!") runs as execvp(3) runs it, and as the restricted modes'
 		// reporter does: /bin/sh file args.
-		cmd = &exec.Cmd{Path: "/bin/sh", Args: append([]string{"/bin/sh", pl.path}, pl.args[1:]...), Env: cmd.Env, Dir: cmd.Dir,
-			Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: cmd.SysProcAttr}
-		p.cmd = cmd
-		err = startUnlocked(cmd)
+		cmd = again(cmd, "/bin/sh", append([]string{"/bin/sh", pl.path}, pl.args[1:]...))
+		err = startTry(cmd)
 	}
+	p.cmd = cmd
 	closeAll(child...)
 	if err != nil {
 		if pl.restricted {
@@ -714,6 +724,18 @@ func startUnlocked(cmd *exec.Cmd) error {
 	errc := make(chan error, 1)
 	go func() { errc <- cmd.Start() }()
 	return <-errc
+}
+
+// startTry is startUnlocked; a test sees each of Start's tries through
+// it.
+var startTry = startUnlocked
+
+// again returns a command that runs path with args as cmd would, with
+// cmd's environment, directory, descriptors and attributes: an exec.Cmd
+// starts once, even when its start failed.
+func again(cmd *exec.Cmd, path string, args []string) *exec.Cmd {
+	return &exec.Cmd{Path: path, Args: args, Env: cmd.Env, Dir: cmd.Dir,
+		Stdin: cmd.Stdin, Stdout: cmd.Stdout, Stderr: cmd.Stderr, ExtraFiles: cmd.ExtraFiles, SysProcAttr: cmd.SysProcAttr}
 }
 
 // WriteStdin writes b to the command's standard input and returns how many

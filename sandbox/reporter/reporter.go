@@ -16,18 +16,20 @@
 // to a group (a stop's SIGTERM, a terminal's SIGINT, SIGQUIT, SIGHUP and
 // SIGTSTP), which reach the command too.
 //
-// It imports only the standard library's os, os/signal, strconv,
-// strings and syscall, so that cmd/logbook-reporter, which is this
-// package and a main, starts in about a millisecond: it lies on every
-// restricted command's path.
+// It imports only the standard library's errors, os, os/signal,
+// strconv, strings, syscall and time (os links them all anyway), so that
+// cmd/logbook-reporter, which is this package and a main, starts in
+// about a millisecond: it lies on every restricted command's path.
 package reporter
 
 import (
+	"errors"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Path is where the reporter's executable is bound in the boundary, and
@@ -180,12 +182,41 @@ func forkExecPath(argv []string) (int, error) {
 // tryExec starts file as execvp's execve(2) of it: a file the kernel
 // will not run as a program (ENOEXEC) runs as /bin/sh file argv[1:], as
 // execvp runs a script without "#!", and the error is then the shell's.
-func tryExec(file string, argv []string, attr *syscall.ProcAttr) (int, error) {
-	pid, err := forkExec(file, argv, attr)
+// A file the kernel refuses as busy is tried again (WhileBusy).
+func tryExec(file string, argv []string, attr *syscall.ProcAttr) (pid int, err error) {
+	err = WhileBusy(func() error {
+		pid, err = forkExec(file, argv, attr)
+		return err
+	})
 	if err != syscall.ENOEXEC {
 		return pid, err
 	}
 	return forkExec("/bin/sh", append([]string{"/bin/sh", file}, argv[1:]...), attr)
+}
+
+// BusyWait is how long WhileBusy goes on trying to run a program the
+// kernel refuses as "text file busy".
+const BusyWait = 2 * time.Second
+
+// WhileBusy calls start, which runs a program, and calls it again while
+// it fails with ETXTBSY ("text file busy": a process holds the program
+// open for writing): after 1 ms, then twice as long each time, up to
+// 100 ms between tries and BusyWait in all. It returns start's last
+// error. What holds a program that was just written is most often not
+// its writer but a child the writer forked while the file was open (an
+// agent writing a script it is about to run while it starts another
+// program; golang.org/issue/22315): the child holds the descriptor only
+// until its own exec closes it, a moment, if a longer one on a loaded
+// machine. A program held open for longer is refused all the same, with
+// the kernel's error, as execvp(3) refuses it.
+func WhileBusy(start func() error) error {
+	err := start()
+	for delay, waited := time.Millisecond, time.Duration(0); errors.Is(err, syscall.ETXTBSY) && waited < BusyWait; delay = min(2*delay, 100*time.Millisecond) {
+		time.Sleep(delay)
+		waited += delay
+		err = start()
+	}
+	return err
 }
 
 // forkExec is syscall.ForkExec; a test counts the forks through it.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // forkExecPath runs a command found through PATH as execvp(3) does,
@@ -65,6 +66,56 @@ func TestForkExecPath_AsExecvp(t *testing.T) {
 			}
 			if forks != tc.wantForks {
 				t.Errorf("forks = %d, want %d: a fork for each entry that names something, none for the rest", forks, tc.wantForks)
+			}
+		})
+	}
+}
+
+// A command the kernel refuses as "text file busy" (ETXTBSY: open for
+// writing, most often by a child its writer forked, until that child's
+// exec) is tried again until it runs, as a script without "#!" is; one
+// busy for longer than BusyWait is refused with ETXTBSY.
+func TestForkExecPath_TextFileBusy(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body string
+		busy       int // tries refused as busy
+		wantErr    error
+	}{
+		{"Shebang", "#!/bin/sh\nexit 7\n", 3, nil},
+		{"NoShebang", "exit 7\n", 3, nil},
+		{"TooLong", "#!/bin/sh\nexit 7\n", 1 << 20, syscall.ETXTBSY},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := filepath.Join(dir, tc.name)
+			if err := os.WriteFile(script, []byte(tc.body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var tries int
+			forkExec = func(argv0 string, argv []string, attr *syscall.ProcAttr) (int, error) {
+				if tries++; tries <= tc.busy {
+					return 0, syscall.ETXTBSY
+				}
+				return syscall.ForkExec(argv0, argv, attr)
+			}
+			t.Cleanup(func() { forkExec = syscall.ForkExec })
+			began := time.Now()
+			pid, err := forkExecPath([]string{script})
+			if err != tc.wantErr {
+				t.Fatalf("forkExecPath after %d busy tries: %v, want %v", min(tries, tc.busy), err, tc.wantErr)
+			}
+			if err != nil {
+				if took := time.Since(began); took < BusyWait {
+					t.Errorf("refused after %s of tries, want %s", took, BusyWait)
+				}
+				return
+			}
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !ws.Exited() || ws.ExitStatus() != 7 {
+				t.Errorf("the command ended %v, want exit 7", ws)
 			}
 		})
 	}
