@@ -505,7 +505,10 @@ fi
 exit 0
 `, id, hook, shQuote(filepath.Join(own, "pre-push")))
 	tmp := filepath.Join(dir, ".pre-push.tmp")
-	if err := os.WriteFile(tmp, []byte(script), 0o755); err != nil {
+	if err := writeProgram(tmp, 0o755, func(f *os.File) error {
+		_, err := f.WriteString(script)
+		return err
+	}); err != nil {
 		return fmt.Errorf("pre-push hook: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, "pre-push")); err != nil {

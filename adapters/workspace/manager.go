@@ -719,15 +719,11 @@ func copyTree(src, dst string, readOnly bool) error {
 			mode = 0o444
 		}
 		_ = os.Chmod(to, 0o600) // a read-only copy from an earlier attempt
-		out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-		if err != nil {
+		// A synced script may be run as soon as it is there.
+		if err := writeProgram(to, mode, func(out *os.File) error {
+			_, err := io.Copy(out, in)
 			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		if err := out.Close(); err != nil {
+		}); err != nil {
 			return err
 		}
 		return os.Chmod(to, mode)
