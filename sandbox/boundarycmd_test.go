@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // BoundaryCommand runs the command in the boundary Start builds, without
@@ -94,7 +96,7 @@ func plainScriptInPath(t *testing.T, s *Spec, body string) string {
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "lb-plain-script"), []byte(body), 0o755); err != nil {
+	if err := sandboxtest.WriteExecutable(filepath.Join(bin, "lb-plain-script"), []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	for i, kv := range s.Env {

@@ -302,7 +302,7 @@ func TestStart_NotFound(t *testing.T) {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		script := filepath.Join(dir, "script")
-		if err := os.WriteFile(script, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		if err := sandboxtest.WriteExecutable(script, []byte("#!/bin/sh\necho ran\n")); err != nil {
 			t.Fatal(err)
 		}
 		s := newSpec(t, WorkspaceWrite, false, script)

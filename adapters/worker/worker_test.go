@@ -434,7 +434,7 @@ func TestWorker_Restricted(t *testing.T) {
 			t.Fatal(err)
 		}
 		script := filepath.Join(e.ws, "hidden-interp.sh")
-		if err := os.WriteFile(script, []byte("#!"+interp+"\necho ran\n"), 0o755); err != nil {
+		if err := sandboxtest.WriteExecutable(script, []byte("#!"+interp+"\necho ran\n")); err != nil {
 			t.Fatal(err)
 		}
 		for _, mode := range []string{events.ModeReadOnly, events.ModeWorkspaceWrite} {
