@@ -192,7 +192,13 @@ func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool,
 	if err != nil {
 		return false, fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	// Bounded as the intake's pulls are: a writer's admission waits for
+	// this feed (earlierWaiting), so a pull the server lost (a feed made
+	// as the worker starts, on a loaded cluster) must be pulled again in
+	// about 2×requestHeartbeat, not after the ordered consumer's default
+	// two missed 5 s heartbeats, during which no writer starts.
+	it, err := cons.Messages(jetstream.PullMaxMessages(1000),
+		jetstream.PullExpiry(requestExpiry), jetstream.PullHeartbeat(requestHeartbeat))
 	if err != nil {
 		return false, fmt.Errorf("worker %s: control feed: %w", w.id.ID, err)
 	}

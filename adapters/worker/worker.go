@@ -69,6 +69,7 @@ const (
 const maxAckPending = 256
 
 // requestExpiry and requestHeartbeat bound the intake's pulls (and the
+// control feed's, which a writer's admission waits for, and the
 // watches'). A pull the server lost (sent while the cluster elected the
 // consumer's leader, or parked on a leader that a loaded or stopped node
 // lost without stepping down) shows as two missed heartbeats, and the
