@@ -196,7 +196,10 @@ func TestSigningAcrossHosts(t *testing.T) {
 	}
 	startSessions(t, a, []string{"sig-1"}, ws)
 	startSessions(t, b, []string{"sig-2"}, ws)
-	out, stderr, err = b.cli("exec", "--session", "sig-2", "--mode", "workspace_write", "--workspace", ws, "--", "sh", "-c", "echo signed-by-a-worker")
+	// --wait as the other tests on the cluster give it: exec's default
+	// 10 s is a wait, not a bound this test may assume a command on a
+	// loaded three-node cluster keeps to.
+	out, stderr, err = b.cli("exec", "--session", "sig-2", "--mode", "workspace_write", "--workspace", ws, "--wait", "50s", "--", "sh", "-c", "echo signed-by-a-worker")
 	if err != nil || !strings.Contains(out, "signed-by-a-worker") {
 		t.Fatalf("exec: %v\n%s%s", err, out, stderr)
 	}
