@@ -1,19 +1,18 @@
 package sandbox
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/logbook-dev/logbook/sandbox/reporter"
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // A program open for writing when Start runs it is refused by the
@@ -83,17 +82,7 @@ func TestStart_TextFileBusyTooLong(t *testing.T) {
 // child its descriptor until the child's exec; each script still runs.
 func TestStart_ScriptWrittenWhileForking(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(t.Context())
-	var forkers sync.WaitGroup
-	defer forkers.Wait()
-	defer cancel()
-	for range 4 {
-		forkers.Go(func() {
-			for ctx.Err() == nil {
-				_ = exec.Command("/bin/true").Run()
-			}
-		})
-	}
+	sandboxtest.ForkAlongside(t, 4)
 	dir := t.TempDir()
 	for i := range 100 {
 		script := filepath.Join(dir, fmt.Sprintf("script-%d", i))

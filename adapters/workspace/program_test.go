@@ -1,15 +1,15 @@
 package workspace
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // A program serve writes (a synced script, the pre-push hook) runs at
@@ -20,17 +20,7 @@ import (
 // run right after.
 func TestProgramsWrittenWhileForking(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(t.Context())
-	var forkers sync.WaitGroup
-	defer forkers.Wait()
-	defer cancel()
-	for range 4 {
-		forkers.Go(func() {
-			for ctx.Err() == nil {
-				_ = exec.Command("/bin/true").Run()
-			}
-		})
-	}
+	sandboxtest.ForkAlongside(t, 4)
 	src, dst := t.TempDir(), t.TempDir()
 	script := filepath.Join(src, "tool.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {

@@ -2,9 +2,12 @@ package sandboxtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
+	"testing"
 )
 
 // WriteExecutable writes data to a new file at path, mode 0755, ready to
@@ -37,4 +40,23 @@ func CopyExecutable(from, to string) error {
 		return fmt.Errorf("copy executable %s to %s: %w", from, to, err)
 	}
 	return nil
+}
+
+// ForkAlongside forks /bin/true from n goroutines, over and over, until
+// the test ends: the forks of parallel tests, or of a server's other
+// goroutines, beside a file written and then run (see WriteExecutable).
+func ForkAlongside(t testing.TB, n int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var forkers sync.WaitGroup
+	for range n {
+		forkers.Go(func() {
+			for ctx.Err() == nil {
+				_ = exec.Command("/bin/true").Run()
+			}
+		})
+	}
+	t.Cleanup(func() {
+		cancel()
+		forkers.Wait()
+	})
 }
