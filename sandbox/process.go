@@ -168,13 +168,12 @@ type Process struct {
 // busy" (open for writing) only once it was tried again for
 // reporter.BusyWait (reporter.WhileBusy). A restricted start first runs
 // bubblewrap once as a probe, which costs about as much as the boundary
-// itself, unless spec.Probed says the caller did so already. A spec (*Spec).Busy has
-// just planned is started on that plan, not planned again before its
-// locks are taken; one like a spec this process started before takes
-// the locks that start took first and plans once, under them, when
-// that plan locks the same directories (see lockHints). A restricted
-// start takes
-// locks on the host, held until the command's boundary is gone: a
+// itself, unless spec.Probed says the caller did so already. A spec
+// (*Spec).Busy has just planned is started on that plan, not planned again
+// before its locks are taken; one like a spec this process started before
+// takes the locks that start took first and plans once, under them, when
+// that plan locks the same directories (see lockHints). A restricted start
+// takes locks on the host, held until the command's boundary is gone: a
 // WorkspaceWrite start its workspace, exclusively (see the package
 // documentation). It waits for another command's for as long as ctx lets
 // it, then refuses (ErrRefused, wrapping ctx's error).
