@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -371,11 +372,68 @@ func (s *Server) unloaded(ctx context.Context) error {
 		_, err := js.Stream(c, e.Name())
 		cancel()
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			if cut, rerr := creationCut(filepath.Join(base, e.Name())); rerr != nil {
+				return fmt.Errorf("natslog: embedded %s: stream %s was not loaded by the server: %w", s.storeDir, e.Name(), rerr)
+			} else if cut {
+				// Nothing was ever stored in it and its creation was
+				// never answered: the next open creates it as the
+				// first one would have.
+				if err := os.RemoveAll(filepath.Join(base, e.Name())); err != nil {
+					return fmt.Errorf("natslog: embedded %s: stream %s, whose creation was cut: %w", s.storeDir, e.Name(), err)
+				}
+				if s.cfg.Logger != nil {
+					s.cfg.Logger.Warn("stream whose creation was cut (meta.inf without meta.sum, no message stored) removed; it is created again",
+						"stream", e.Name(), "store", s.storeDir)
+				}
+				continue
+			}
 			return fmt.Errorf("natslog: embedded %s: stream %s was not loaded by the server: its metadata (%s, meta.sum beside it) is damaged; restore the store from a copy (its messages are in %s)",
 				s.storeDir, e.Name(), meta, filepath.Join(base, e.Name(), "msgs"))
 		}
 	}
 	return nil
+}
+
+// creationCut reports whether the stream folder dir is what a server
+// stopped inside the stream's creation leaves: nats-server 2.15 writes
+// meta.inf, then meta.sum (each whole, by rename), and answers the
+// creation only after both, so a process killed between them leaves a
+// meta.inf without its meta.sum, which the next server does not load.
+// The folder counts as cut only when meta.sum is absent and no file under
+// msgs holds a byte (no message block, and no index.db, the state a
+// server writes when it stops or syncs): a stream that ever stored a
+// message or was ever stopped, or whose
+// meta.sum disagrees with meta.inf, is damaged, not cut, and is left for
+// a person to restore.
+func creationCut(dir string) (bool, error) {
+	if _, err := os.Stat(filepath.Join(dir, "meta.sum")); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	held := false
+	err := filepath.WalkDir(filepath.Join(dir, "msgs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path == filepath.Join(dir, "msgs") {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > 0 {
+			held = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return !held, nil
 }
 
 // Conn returns the server's in-process connection. It is owned by the
