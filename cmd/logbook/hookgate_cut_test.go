@@ -113,10 +113,21 @@ func TestHookGate_CutPayloadJudgedWhole(t *testing.T) {
 				`entry=toolu_over .*args=` + overSum,
 				`review.decided .*entry=toolu_over .*verdict=deny .*decided_by="hook:local policy: fail closed"`,
 			}
+			// The hook's own observation of the over-cap call lands
+			// before the deny drained from the spool: wait for all of
+			// it, not the first line that names the entry.
+			all := func(audit string) bool {
+				for _, w := range want {
+					if !regexp.MustCompile(`(?m)` + w).MatchString(audit) {
+						return false
+					}
+				}
+				return strings.Contains(audit, tooLarge)
+			}
 			var audit string
 			for deadline := time.Now().Add(20 * time.Second); ; {
 				audit = cli(t, data, "audit", sess)
-				if strings.Contains(audit, "entry=toolu_over") || time.Now().After(deadline) {
+				if all(audit) || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)
