@@ -73,7 +73,7 @@ func (l *Log) loadEach(ctx context.Context, agg events.Aggregate, s *LoadStart, 
 		if s != nil {
 			ctx = withRawOpened(ctx, s)
 		}
-		l.consumeRaw(withBlocks(ctx, blocks), subject, 1, end, func(m Msg, err error) bool {
+		l.consumeRaw(withBlocks(ctx, blocks), subject, 1, end, count, func(m Msg, err error) bool {
 			if err == nil {
 				blocks.cut(m.Seq)
 			}

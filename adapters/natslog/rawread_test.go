@@ -20,7 +20,7 @@ import (
 func rawReadMsgs(t *testing.T, l *Log, subject string, from, end uint64) []Msg {
 	t.Helper()
 	var got []Msg
-	next, stopped, err := l.rawRead(t.Context(), subject, from, end, func(m Msg, err error) bool {
+	next, stopped, err := l.rawRead(t.Context(), subject, from, end, 0, func(m Msg, err error) bool {
 		if err != nil {
 			t.Fatalf("rawRead yielded %v", err)
 		}
@@ -132,7 +132,7 @@ func TestConsumeRaw_Cancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	var errs []error
-	l.consumeRaw(ctx, a.Subject(), 1, lastSeq(t, l), func(m Msg, err error) bool {
+	l.consumeRaw(ctx, a.Subject(), 1, lastSeq(t, l), 0, func(m Msg, err error) bool {
 		errs = append(errs, err)
 		return err == nil
 	})
@@ -313,4 +313,59 @@ func BenchmarkJudgedFields(b *testing.B) {
 			attestMsg(7, "lb.ev.session.s", h, data)
 		}
 	})
+}
+
+// TestLoadEach_HeldSubjectReadWithoutAsking loads a session that other
+// events follow in the stream, with LoadEach and with a LoadEach started
+// ahead: once the read has yielded as many messages as the stream said
+// the subject held, and the consumer counts none pending, it ends
+// without asking the stream for a message after the last one (a direct
+// get, watched on a connection of its own) and loads every event. A
+// message appended after the read said its end is not read, and not
+// asked for either.
+func TestLoadEach_HeldSubjectReadWithoutAsking(t *testing.T) {
+	t.Parallel()
+	l, s := newLog(t)
+	reg := events.NewRegistry()
+	ctx := t.Context()
+	a, b := session("a"), session("b")
+	last := mustAppend(t, l, decision(reg, a, 0, 1, 30)).Last
+	mustAppend(t, l, decision(reg, b, 0, 1, 3)) // after a's last: the read's end lies past it
+	nc, err := s.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	gets, err := nc.SubscribeSync("$JS.API.DIRECT.GET.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	load := func(name string, each func(func(events.Record) error) (uint64, error)) {
+		t.Helper()
+		n := 0
+		got, err := each(func(r events.Record) error {
+			if r.Agg != a {
+				t.Errorf("%s: record of %s", name, r.Agg)
+			}
+			n++
+			return nil
+		})
+		if err != nil || n != 30 || got != last {
+			t.Fatalf("%s: %d records, last %d, %v; want 30, last %d", name, n, got, err, last)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := gets.NextMsg(0); err == nil {
+			t.Errorf("%s asked the stream %s %q; want no direct get", name, m.Subject, m.Data)
+		}
+	}
+	load("LoadEach", func(each func(events.Record) error) (uint64, error) { return l.LoadEach(ctx, a, nil, each) })
+	st := l.StartLoad(ctx, a)
+	defer st.Close()
+	mustAppend(t, l, decision(reg, a, last, 31, 1)) // after the start said its end
+	load("started LoadEach", func(each func(events.Record) error) (uint64, error) { return st.LoadEach(ctx, nil, each) })
 }
