@@ -69,10 +69,15 @@ func (l *Log) loadEach(ctx context.Context, agg events.Aggregate, s *LoadStart, 
 	ord := l.newOrder(1)
 	ord.keys, ord.end = true, end
 	blocks := &blockPool{quarantined: l.quarantinedCount()}
+	// The raw read's consumer is deleted while the last messages are
+	// decoded and handed over, and is gone when LoadEach returns.
+	var closing sync.WaitGroup
+	defer closing.Wait()
 	src := func(ctx context.Context, y func(Msg, error) bool) {
 		if s != nil {
 			ctx = withRawOpened(ctx, s)
 		}
+		ctx = withClosing(ctx, &closing)
 		l.consumeRaw(withBlocks(ctx, blocks), subject, 1, end, count, func(m Msg, err error) bool {
 			if err == nil {
 				blocks.cut(m.Seq)
@@ -217,6 +222,28 @@ type blocksKey struct{}
 // (rawRead) cuts message bodies from.
 func withBlocks(ctx context.Context, p *blockPool) context.Context {
 	return context.WithValue(ctx, blocksKey{}, p)
+}
+
+// closingKey is the context key of the WaitGroup a raw read's close
+// goes on in.
+type closingKey struct{}
+
+// withClosing returns ctx with wg: a raw read under it (rawRead) closes
+// its connection and deletes its consumer in a goroutine of wg, once
+// it has yielded its last message, rather than before it returns; the
+// caller waits for wg.
+func withClosing(ctx context.Context, wg *sync.WaitGroup) context.Context {
+	return context.WithValue(ctx, closingKey{}, wg)
+}
+
+// closeRaw closes o (rawOpen.close) in a goroutine of ctx's WaitGroup
+// (withClosing), and at once when ctx has none.
+func closeRaw(ctx context.Context, o *rawOpen) {
+	if wg, _ := ctx.Value(closingKey{}).(*sync.WaitGroup); wg != nil {
+		wg.Go(func() { o.close(ctx) })
+		return
+	}
+	o.close(ctx)
 }
 
 // blocksOf returns the blockPool of ctx (withBlocks), nil when it has

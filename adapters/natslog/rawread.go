@@ -135,7 +135,7 @@ func (l *Log) rawRead(ctx context.Context, filter string, from, end, held uint64
 			return next, false, err
 		}
 	}
-	defer o.close(ctx)
+	defer closeRaw(ctx, o)
 	rc := o.rc
 	rc.blocks = blocksOf(ctx)
 	if o.pulls == nil {

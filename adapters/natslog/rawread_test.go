@@ -320,9 +320,9 @@ func BenchmarkJudgedFields(b *testing.B) {
 // ahead: once the read has yielded as many messages as the stream said
 // the subject held, and the consumer counts none pending, it ends
 // without asking the stream for a message after the last one (a direct
-// get, watched on a connection of its own) and loads every event. A
-// message appended after the read said its end is not read, and not
-// asked for either.
+// get, watched on a connection of its own), loads every event, and
+// returns with its consumer gone. A message appended after the read
+// said its end is not read, and not asked for either.
 func TestLoadEach_HeldSubjectReadWithoutAsking(t *testing.T) {
 	t.Parallel()
 	l, s := newLog(t)
@@ -343,6 +343,15 @@ func TestLoadEach_HeldSubjectReadWithoutAsking(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	consumers := func() int {
+		t.Helper()
+		info, err := l.stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Consumers
+	}
+	before := consumers()
 	load := func(name string, each func(func(events.Record) error) (uint64, error)) {
 		t.Helper()
 		n := 0
@@ -361,6 +370,9 @@ func TestLoadEach_HeldSubjectReadWithoutAsking(t *testing.T) {
 		}
 		if m, err := gets.NextMsg(0); err == nil {
 			t.Errorf("%s asked the stream %s %q; want no direct get", name, m.Subject, m.Data)
+		}
+		if n := consumers(); n != before {
+			t.Errorf("%s returned with %d consumers on the stream, were %d", name, n, before)
 		}
 	}
 	load("LoadEach", func(each func(events.Record) error) (uint64, error) { return l.LoadEach(ctx, a, nil, each) })
