@@ -49,14 +49,23 @@ from.`,
 				return err
 			}
 			defer stop()
-			defer liveHeapGC()()
+			// A process that ends with the command leaves the
+			// collector's target, the connection's drain and the log's
+			// goroutines to its exit: the audit appends nothing, and
+			// its output is written before it returns.
+			exits := processExits(cmd.Context())
+			if restore := liveHeapGC(); !exits {
+				defer restore()
+			}
 			// The fast path's keys are loaded while the command connects.
 			keys := loadKeysAhead(g)
 			b, err := openBackend(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			defer b.Close()
+			if !exits {
+				defer b.Close()
+			}
 			clock.mark(bench.AuditConnected)
 			// The session id is looked up, and the read of its events
 			// started (natslog.Log.StartLoad: the server loads and sends

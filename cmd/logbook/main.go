@@ -105,6 +105,18 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// exitsAfter, as a key of a command's context, says that the process
+// ends once the command returns (main's run; not a test's, nor the
+// bench's or the exec socket's run in a process that goes on): a
+// command may then leave to the exit what it releases anyway, its
+// connections, goroutines and heap, once its output is written
+// (processExits).
+type exitsAfter struct{}
+
+// processExits reports whether the process ends once the command whose
+// context ctx is returns (exitsAfter).
+func processExits(ctx context.Context) bool { return ctx.Value(exitsAfter{}) != nil }
+
 func main() {
 	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
 	if !signal.Ignored(syscall.SIGHUP) {
@@ -118,7 +130,7 @@ func main() {
 	// The first signal cancels the command's context; a command that does
 	// not end on it is ended at a second signal or after stopGrace.
 	ctx, release := stopOnSignals(context.Background(), caught, stopGrace, os.Stderr, os.Exit)
-	err := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	err := runCLI(context.WithValue(ctx, exitsAfter{}, true), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	release()
 	signal.Stop(caught)
 	if err != nil {
