@@ -99,3 +99,27 @@ func TestTimelineFold(t *testing.T) {
 		})
 	}
 }
+
+// TestTimelineFold_LastBatchShort folds a session whose size the read
+// said: the records before its last foldTail are folded by the time the
+// last of them is added, and the items are those of the whole session.
+func TestTimelineFold_LastBatchShort(t *testing.T) {
+	recs := foldSession(3*foldBatch+600, 0)
+	var f timelineFold
+	f.size(uint64(len(recs)))
+	for i, r := range recs {
+		if i == len(recs)-foldTail && len(f.batch) != 0 {
+			t.Fatalf("%d records added, %d of them not folded; want the batch folded before the last %d", i, len(f.batch), foldTail)
+		}
+		if err := f.add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.flush()
+	if !f.exact() {
+		t.Fatal("not exact")
+	}
+	if diff := cmp.Diff(replay.TimelineOf(recs), f.runs.flat(), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("folded batch by batch (-whole +batches):\n%s", diff)
+	}
+}
