@@ -412,6 +412,13 @@ type TextWriter struct {
 	W    io.Writer
 	last time.Time // the latest agent time of the items written so far
 	b    []byte    // reused across parts
+	// signer is who signed the last item written that was not
+	// unattested (Signed, KeyID, Principal, Role), and signed what
+	// appendSigned wrote of it: a timeline's items are signed by a few
+	// keys, each written once and copied for the items after it.
+	signer     [4]string
+	signed     []byte
+	haveSigner bool
 }
 
 // Write writes items, the timeline's next part, one line each (WriteText's
@@ -471,7 +478,12 @@ func (t *TextWriter) Write(items []Item) error {
 			b = append(b, "  by="...)
 			b = appendEscape(b, it.By)
 		}
-		b = it.appendSigned(b)
+		if it.Unattested == nil {
+			if k := [4]string{it.Signed, it.KeyID, it.Principal, it.Role}; !t.haveSigner || k != t.signer {
+				t.signer, t.signed, t.haveSigner = k, it.appendSigned(t.signed[:0]), true
+			}
+			b = append(b, t.signed...)
+		}
 		if c := it.Cause; c != nil {
 			b = append(b, "  cause="...)
 			b = appendEscape(b, c.Kind)

@@ -154,3 +154,40 @@ func TestWriteText_Times(t *testing.T) {
 		t.Errorf("the zero time: got %q, want %q", got, want)
 	}
 }
+
+// TestTextWriter_Signers writes items whose signers change from one to
+// the next, an unattested item and unsigned ones among them, through
+// one TextWriter: each line says its own item's signer, as the item
+// written alone says it.
+func TestTextWriter_Signers(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 10, 0, 5, 0, time.UTC)
+	a := replay.Item{Signed: "uid0@vm/writer", KeyID: "0f88a777813ee0ce", Principal: "uid0@vm", Role: "writer"}
+	b := replay.Item{Signed: "serve@vm/serve", KeyID: "1a2b3c4d5e6f7081", Principal: "serve@vm", Role: "serve"}
+	raw := replay.Item{Signed: "unregistered", KeyID: "ffffffffffffffff"}
+	esc := replay.Item{Signed: "x", KeyID: "k\n1", Principal: "p\x1b", Role: "writer"}
+	before := replay.Item{Signed: "before-signing"}
+	unatt := replay.Item{Signed: a.Signed, KeyID: a.KeyID, Principal: a.Principal, Role: a.Role, Unattested: &replay.Unattested{Status: "unsigned"}}
+	rekeyed, renamed := a, a
+	rekeyed.KeyID, renamed.Role = "0000000000000001", "serve"
+	var items []replay.Item
+	for i, s := range []replay.Item{a, a, unatt, a, b, {}, b, raw, esc, esc, before, a, rekeyed, renamed, a, unatt, unatt, b} {
+		s.Seq, s.At, s.Type = uint64(i+1), t0, "session.activity_changed"
+		items = append(items, s)
+	}
+	var whole bytes.Buffer
+	if err := replay.WriteText(&whole, items); err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for _, it := range items {
+		if err := replay.WriteText(&want, []replay.Item{it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if whole.String() != want.String() {
+		t.Fatalf("items written together say other signers than each alone:\n got: %q\nwant: %q", whole.String(), want.String())
+	}
+	if !strings.Contains(want.String(), "signed=serve@vm/serve (key 1a2b3c4d5e6f7081)") || strings.Count(want.String(), "signed=") != len(items)-4 {
+		t.Fatalf("the items' signers are not what the test means:\n%s", want.String())
+	}
+}
