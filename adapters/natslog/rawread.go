@@ -69,7 +69,7 @@ var errRawUnsupported = errors.New("raw read: connection not supported")
 // from there once the restart is over (resumeAcrossHeals). Errors of
 // ctx are yielded as consume yields them. held is how many messages
 // filter held from from up to end, as the stream said when it said end
-// (one stream info: natslog's subjectState), and 0 when that is not
+// (subjectState's one stream info), and 0 when that is not
 // known: a run of the read that starts at from passes it to rawRead.
 func (l *Log) consumeRaw(ctx context.Context, filter string, from, end, held uint64, yield func(Msg, error) bool) {
 	l.resumeAcrossHeals(ctx, from, end, yield, func(ctx context.Context, next uint64, yield func(Msg, error) bool) {
