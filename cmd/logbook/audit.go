@@ -53,7 +53,7 @@ from.`,
 			// collector's target, the connection's drain and the log's
 			// goroutines to its exit: the audit appends nothing, and
 			// its output is written before it returns.
-			exits := processExits(cmd.Context())
+			exits := g.exits
 			if restore := liveHeapGC(); !exits {
 				defer restore()
 			}

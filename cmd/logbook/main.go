@@ -94,6 +94,9 @@ type globals struct {
 	// shownUnattested is set by a command that showed the unattested
 	// events it met: warnUnattested says nothing more.
 	shownUnattested bool
+	// exits is set when the process ends once the command returns
+	// (processExits of runCLI's context).
+	exits bool
 }
 
 // exitError carries a specific exit code.
@@ -105,16 +108,15 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// exitsAfter, as a key of a command's context, says that the process
-// ends once the command returns (main's run; not a test's, nor the
-// bench's or the exec socket's run in a process that goes on): a
+// exitsAfter, as a key of runCLI's context, says that the process ends
+// once the command line returns (main's run; not a test's, nor one run
+// inside another command): runCLI notes it in globals.exits, and a
 // command may then leave to the exit what it releases anyway, its
-// connections, goroutines and heap, once its output is written
-// (processExits).
+// connections, goroutines and heap, once its output is written.
 type exitsAfter struct{}
 
-// processExits reports whether the process ends once the command whose
-// context ctx is returns (exitsAfter).
+// processExits reports whether the process ends once the command line
+// run with ctx returns (exitsAfter).
 func processExits(ctx context.Context) bool { return ctx.Value(exitsAfter{}) != nil }
 
 func main() {
@@ -141,7 +143,10 @@ func main() {
 
 // run executes one logbook command line.
 func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, exits: processExits(ctx)}
+	// A command line a command runs in this process (the bench's serve,
+	// the exec socket's exec) is not the process's last.
+	ctx = context.WithValue(ctx, exitsAfter{}, nil)
 	root := newRootFor(g, args)
 	root.SetArgs(args)
 	if gatedHookArgs(root, args) {
