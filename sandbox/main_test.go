@@ -14,7 +14,13 @@ func testReporter(t testing.TB) string {
 	return sandboxtest.TestReporter(t)
 }
 
+// TestMain runs the tests with -test.parallel at four times GOMAXPROCS
+// (twice under -race; sandboxtest.SetParallel) unless the command line
+// sets it: each parallel test starts its own processes, boundaries and
+// cgroups and mostly waits on them, so GOMAXPROCS of them at a time
+// leaves the CPUs idle.
 func TestMain(m *testing.M) {
+	sandboxtest.SetParallel(4)
 	code := m.Run()
 	sandboxtest.RemoveBuilt()
 	os.Exit(code)

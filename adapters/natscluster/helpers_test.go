@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,12 +57,7 @@ func TestMain(m *testing.M) {
 	// -test.parallel: each parallel test runs a cluster of its own and
 	// mostly waits on its elections, fsyncs and processes, so GOMAXPROCS
 	// of them leave the CPUs idle.
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
-	}
+	sandboxtest.SetParallel(2)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -1,11 +1,10 @@
 package natslog
 
 import (
-	"flag"
 	"os"
-	"runtime"
-	"strconv"
 	"testing"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // TestMain runs the tests with -test.parallel at twice GOMAXPROCS unless
@@ -14,11 +13,6 @@ import (
 // out failed appends; the contended group commit, waiting on fsyncs)
 // mostly wait, so GOMAXPROCS of them at a time leaves the CPUs idle.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
-	}
+	sandboxtest.SetParallel(2)
 	os.Exit(m.Run())
 }

@@ -1,10 +1,7 @@
 package worker
 
 import (
-	"flag"
 	"os"
-	"runtime"
-	"strconv"
 	"testing"
 
 	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
@@ -18,17 +15,13 @@ func testReporter(t testing.TB) string {
 }
 
 // TestMain runs the tests with -test.parallel at four times GOMAXPROCS
-// unless the command line sets it: each test has its own embedded server
+// (twice under -race; sandboxtest.SetParallel) unless the command line
+// sets it: each test has its own embedded server
 // and directories, and mostly waits on its processes, heartbeats and
 // timers (the package takes a tenth of a CPU on average), so GOMAXPROCS
 // of them at a time leaves the CPUs idle.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
-	}
+	sandboxtest.SetParallel(4)
 	code := m.Run()
 	sandboxtest.RemoveBuilt()
 	os.Exit(code)

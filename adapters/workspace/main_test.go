@@ -1,11 +1,10 @@
 package workspace
 
 import (
-	"flag"
 	"os"
-	"runtime"
-	"strconv"
 	"testing"
+
+	"github.com/logbook-dev/logbook/sandbox/sandboxtest"
 )
 
 // TestMain runs the tests with -test.parallel at twice GOMAXPROCS unless
@@ -13,11 +12,6 @@ import (
 // repositories, and mostly waits on git processes and fsyncs, so
 // GOMAXPROCS of them at a time leaves the CPUs idle.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
-	}
+	sandboxtest.SetParallel(2)
 	os.Exit(m.Run())
 }

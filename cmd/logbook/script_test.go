@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,17 +86,13 @@ func hookSockCall() {
 // built (testscript.Main exits once they are run).
 type removingSoakBin struct{ m *testing.M }
 
-// Run runs the tests with -test.parallel at twice GOMAXPROCS unless the
-// command line sets it: this package's parallel tests (each script, the
-// serves, imports and soaks) mostly wait on their processes, fsyncs and
-// timers, so GOMAXPROCS of them at a time leaves the CPUs idle.
+// Run runs the tests with -test.parallel at four times GOMAXPROCS (twice
+// under -race; sandboxtest.SetParallel) unless the command line sets it:
+// this package's parallel tests (each script, the serves, imports and
+// soaks) mostly wait on their processes, fsyncs and timers, so GOMAXPROCS
+// of them at a time leaves the CPUs idle.
 func (r removingSoakBin) Run() int {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
-	}
+	sandboxtest.SetParallel(4)
 	defer func() {
 		if soakBin.dir != "" {
 			os.RemoveAll(soakBin.dir)
