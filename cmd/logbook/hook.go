@@ -197,7 +197,9 @@ func hookHelpWithPayload(root *cobra.Command, args []string, stdin io.Reader, st
 // 0 so that Claude Code reads the answer. Claude Code takes a hook that
 // exits 1 as a non-blocking error and runs the tool. With help, the
 // command line asks for help with a payload on stdin: the help goes to
-// stderr, and the call is denied (help is no verdict).
+// stderr, and the call is denied (help is no verdict); a payload the gate
+// does not judge is not delivered, exit 1 with HelpDropsPayloadMessage,
+// as without --gate.
 func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help bool) (err error) {
 	out := &hookgate.AnswerWriter{W: g.stdout}
 	g.stdout = out
@@ -243,6 +245,12 @@ func runGatedHook(ctx context.Context, root *cobra.Command, g *globals, help boo
 		failClosed(why)
 	} else if help {
 		failClosed(hookfast.HelpIsNoVerdict)
+		if !out.Written && len(bytes.TrimSpace(seen.b.Bytes())) > 0 {
+			// A payload the gate does not judge (a prompt, a session's
+			// start, a tool's result): no deny answers it, and it was
+			// not recorded; said as the ungated hook says it, exit 1.
+			return &exitError{code: codeError, err: errors.New(HelpDropsPayloadMessage)}
+		}
 	}
 	if err != nil && exitCode(err) == codeUsage {
 		return &exitError{code: codeError, err: err}
