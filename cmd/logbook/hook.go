@@ -106,15 +106,21 @@ func hookClaude(ctx context.Context, g *globals) error {
 
 // recordHook records payload, one hook payload of an agent's, into g's
 // data dir (hookrecord.Recorder.Record; name leads its errors).
-func recordHook(ctx context.Context, g *globals, name string, payload []byte, prepare func([]byte) ([]byte, error)) error {
+func recordHook(ctx context.Context, g *globals, name string, payload []byte, prepare func([]byte) ([]byte, error)) (rerr error) {
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return err
 	}
 	if _, err := os.Stat(string(dd)); g.data != "" && errors.Is(err, fs.ErrNotExist) {
 		// Kept in the spool the Recorder makes, not lost: but a --data
-		// that names no data dir is most likely a typo.
-		defer fmt.Fprintf(g.stderr, "logbook: %s\n", hookfast.NewDataDirMessage(string(dd)))
+		// that names no data dir is most likely a typo. Said once it is
+		// kept: a directory that cannot be made keeps nothing, and says
+		// so itself.
+		defer func() {
+			if rerr == nil {
+				fmt.Fprintf(g.stderr, "logbook: %s\n", hookfast.NewDataDirMessage(string(dd)))
+			}
+		}()
 	}
 	r := hookrecord.Recorder{
 		Spool: dd.path("spool"), MaxPayload: maxHookPayload, Timeout: hookTimeout, Warn: g.stderr,

@@ -132,6 +132,23 @@ func TestHook_DataDirTypo(t *testing.T) {
 			if es, err := os.ReadDir(filepath.Join(data, "spool")); err != nil || len(es) < 2 {
 				t.Errorf("spool of %s: %d entries (%v), want both hooks kept", data, len(es), err)
 			}
+			// A --data that does not exist and cannot be made (a link to
+			// nowhere: it does not exist, and mkdir finds the link there,
+			// refused as root too, as a directory of another user's is
+			// to anyone else) keeps nothing: the hook fails, exit 1, and
+			// never says the payload is kept there.
+			dangling := filepath.Join(t.TempDir(), "typo")
+			if err := os.Symlink(filepath.Join(t.TempDir(), "gone", "x"), dangling); err != nil {
+				t.Fatal(err)
+			}
+			args = []string{"--data", dangling, "claude"}
+			if bin == "logbook" {
+				args = append([]string{"hook"}, args...)
+			}
+			_, errOut, code := runHook(t, t.TempDir(), filepath.Join(dir, bin), `{"session_id":"s1","hook_event_name":"Stop"}`, args...)
+			if code != 1 || strings.Contains(errOut, "kept in its spool") || !strings.Contains(errOut, dangling) {
+				t.Errorf("hook into %s: exit %d, stderr:\n%s\nwant exit 1, an error naming it, and no word of a spool", dangling, code, errOut)
+			}
 			// An empty --data (a variable unset in the hook's command) is
 			// refused, not taken for the default data dir.
 			args = []string{"--data", "", "claude"}
