@@ -165,7 +165,7 @@ func Probe(dir string, write bool) string {
 		return err.Error()
 	}
 	if st.Flags&unix.ST_RDONLY != 0 {
-		return "read-only file system"
+		return ReadOnly
 	}
 	if free := int64(st.Bavail) * int64(st.Bsize); free == 0 {
 		return "0 bytes free"
@@ -189,6 +189,21 @@ func Probe(dir string, write bool) string {
 	}
 	return ""
 }
+
+// Remedy returns what a person does about a part of the data dir that
+// takes no writes, for Probe's reason why: remount a read-only file
+// system read-write; otherwise free space there (the other reasons are
+// free space, or an error of the file system's that freeing space may
+// mend).
+func Remedy(why string) string {
+	if why == ReadOnly {
+		return "remount it read-write"
+	}
+	return "free space there"
+}
+
+// ReadOnly is Probe's reason for a directory on a read-only file system.
+const ReadOnly = "read-only file system"
 
 // Watch probes dirs every WatchEvery until ctx ends: a part that is full
 // or read-only pauses (Set), and once every part takes a probe write the

@@ -329,6 +329,12 @@ func DataDir(dd datadir.Dir, hasData bool) Check {
 			return c
 		}
 	}
+	// Under the log's reserve of free space serve holds every append
+	// (diskfull.Room), though each part still takes a write.
+	if detail, fix := underReserve(dd); detail != "" {
+		c.Status, c.Detail, c.Fix = Fail, detail, fix
+		return c
+	}
 	if err := dd.LogGone(); err != nil {
 		c.Status, c.Detail = Fail, err.Error()
 		c.Fix = "restore jetstream/ from a copy, or `logbook serve --accept-stream-loss`"
@@ -563,4 +569,31 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// underReserve returns what the data dir check says when the file system
+// under dd's log store (jetstream/, or dd before it exists) has less free
+// space than the log's reserve (diskfull.Reserve), under which serve
+// holds every append: a detail and a fix, or "" for both when it has the
+// room or statfs(2) fails (the probes above say a failing statfs).
+func underReserve(dd datadir.Dir) (detail, fix string) {
+	at := dd.Path("jetstream")
+	if _, err := os.Stat(at); err != nil {
+		at = string(dd)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(at, &st); err != nil {
+		return "", ""
+	}
+	reserve, err := diskfull.Reserve(at)
+	if err != nil {
+		return "", ""
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free >= reserve {
+		return "", ""
+	}
+	size := int64(st.Blocks) * int64(st.Bsize)
+	return fmt.Sprintf("%s has %d bytes free, under the log's reserve of %d MiB: serve holds every append until a quarter more than the reserve is free", at, free, reserve>>20),
+		fmt.Sprintf("free space on its file system (%d MiB in all; the reserve is a sixteenth of it, at least %d MiB, at most %d MiB); a running serve goes on by itself", size>>20, diskfull.MinReserve>>20, diskfull.MaxReserve>>20)
 }

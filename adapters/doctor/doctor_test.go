@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
@@ -82,5 +83,36 @@ func TestReporter(t *testing.T) {
 	}
 	if c := Reporter(exe); c.Status != OK || !strings.Contains(c.Detail, rep) {
 		t.Errorf("beside: %+v; want ok naming %s", c, rep)
+	}
+}
+
+// TestDataDir_UnderReserve: a data dir whose file system has room for
+// every probe's write but less free than the log's reserve, where serve
+// holds every append, fails the check, saying the reserve.
+func TestDataDir_UnderReserve(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a file system of a known size is a tmpfs mounted for the test: needs root")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=20m,mode=0700"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	dd := datadir.Dir(filepath.Join(dir, "data"))
+	for _, p := range []string{string(dd), dd.Path("jetstream"), dd.Path("views"), dd.Path("spool")} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := DataDir(dd, true); c.Status != OK {
+		t.Fatalf("data dir on an empty 20 MiB tmpfs: %+v; want ok (20 MiB free, over the 16 MiB reserve)", c)
+	}
+	// 6 MiB taken: 14 MiB free, every probe's 256 KiB still there.
+	if err := os.WriteFile(dd.Path("jetstream/fill"), make([]byte, 6<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := DataDir(dd, true)
+	if c.Status != Fail || !strings.Contains(c.Detail, "under the log's reserve of 16 MiB") || !strings.Contains(c.Detail, dd.Path("jetstream")) || !strings.Contains(c.Fix, "free space") {
+		t.Errorf("data dir with 14 MiB free: %+v; want fail naming jetstream/ and the 16 MiB reserve", c)
 	}
 }

@@ -203,7 +203,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		}
 		for _, dir := range parts {
 			if why := diskfull.Probe(dir, false); why != "" {
-				err = fmt.Errorf("%w\n%s takes no writes (%s): free space there and start serve again", err, dir, why)
+				err = fmt.Errorf("%w\n%s takes no writes (%s): %s and start serve again", err, dir, why, diskfull.Remedy(why))
 				return
 			}
 		}
@@ -284,7 +284,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		for _, dir := range parts {
 			if why := diskfull.Probe(dir, false); why != "" {
 				full = true
-				return fmt.Errorf("%s takes no writes (%s): free space there and start serve again", dir, why)
+				return fmt.Errorf("%s takes no writes (%s): %s and start serve again", dir, why, diskfull.Remedy(why))
 			}
 		}
 	}

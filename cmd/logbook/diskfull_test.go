@@ -656,6 +656,12 @@ func TestReadOnlyDataDir(t *testing.T) {
 	if !strings.Contains(line, "read-only file system") || !strings.Contains(strings.ToLower(line), "fail") {
 		t.Errorf("doctor on a read-only data dir: %q\n%s", line, out)
 	}
+	// serve refuses it, and asks for what would mend it: a read-write
+	// mount, not free space.
+	_, errOut, code = cliExit(t, data, "serve", "--http", "off", "--no-watch")
+	if code != 1 || !strings.Contains(errOut, "read-only file system") || !strings.Contains(errOut, "remount it read-write") || strings.Contains(errOut, "free space") {
+		t.Errorf("serve on a read-only data dir: exit %d:\n%s", code, errOut)
+	}
 }
 
 // serve started on a data dir whose JetStream store is full, first made
