@@ -113,6 +113,14 @@ func PlanImport[U any](f Format[U], paths, private []string) (*Plan[U], error) {
 		if path == "" {
 			return false
 		}
+		// A found file that is not a regular file (a FIFO, a device, or
+		// a link to one) is no transcript, and opening it could block
+		// or never end: skipped, never opened. A named one was refused
+		// above (namedPaths).
+		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+			p.skipped = append(p.skipped, fmt.Sprintf("%s: %s%s, not a regular file: never read", PathName(path), f.NotOne, hookspool.FileKind(st.Mode())))
+			return true
+		}
 		if st, err := os.Stat(path); err == nil && only {
 			if what, none := nothingYet(path, st.Size()); none {
 				p.yet[path] = what
