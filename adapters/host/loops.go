@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -92,17 +93,35 @@ func (l Loops) Add(ctx context.Context, grp *run.Group) (natslog.Identity, error
 			<-ctx.Done() // a reader's hooks wait in its spool for a writer
 			return nil
 		}
-		DrainSpool(ctx, l.Service.DrainSpool, kick, func(n int, err error) {
-			if err != nil {
-				l.Say("spool: %v", err)
-				return
-			}
-			l.Say("delivered %s", term.Plural(n, "spooled hook payload"))
-			if l.Delivered != nil {
-				l.Delivered(n)
-			}
-		})
+		DrainSpool(ctx, l.Service.DrainSpool, kick, SpoolReport(l.Say, l.Delivered))
 		return nil
 	})
 	return sid, nil
+}
+
+// SpoolReport returns DrainSpool's report for a serve: a round that
+// failed is a fault, said at WARN through say ("WARN: spool: <err>");
+// while appends stay held (natslog.ErrAppendsHeld, a full disk's pause,
+// itself said at WARN when it begins) only the first failed round is
+// said, not one a second, until a round delivers or fails otherwise; a
+// round that delivered n payloads is said at INFO and told to delivered
+// (nil: not told). The report keeps state: one per DrainSpool.
+func SpoolReport(say func(format string, args ...any), delivered func(n int)) func(n int, err error) {
+	heldSaid := false
+	return func(n int, err error) {
+		if err != nil {
+			held := errors.Is(err, natslog.ErrAppendsHeld)
+			if held && heldSaid {
+				return
+			}
+			heldSaid = held
+			say("WARN: spool: %v", err)
+			return
+		}
+		heldSaid = false
+		say("delivered %s", term.Plural(n, "spooled hook payload"))
+		if delivered != nil {
+			delivered(n)
+		}
+	}
 }
