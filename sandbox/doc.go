@@ -199,7 +199,8 @@
 // away as the controlling terminal (no job control, no /dev/tty). The
 // TIOCSTI injection it guards against needs a terminal shared with
 // something outside; a command's terminal is its own fresh pseudo-terminal
-// (or none, with pipes), the boundary's /dev/pts is a new instance, and
+// (or none, with pipes: a new session, unless the worker has none to
+// share; see Stopping), the boundary's /dev/pts is a new instance, and
 // TIOCSTI on any other terminal needs CAP_SYS_ADMIN, which is dropped.
 //
 // # Exit status
@@ -232,7 +233,16 @@
 //
 // # Stopping
 //
-// Every command runs in a new session, so its process group is its own. Stop
+// Every command's process group is its own. A command on a pseudo-terminal
+// runs in a new session, whose controlling terminal that is; one on pipes
+// too, but for a restricted one where the worker has no controlling
+// terminal and, not leading its session, cannot get one: bubblewrap then
+// runs in the worker's session, with no terminal either way, and, where
+// the kernel groups each session's processes for scheduling
+// (sched_autogroup_enabled=1), in the worker's group rather than a new
+// one, which a busy machine runs last. (Its group then has a parent
+// outside it in the same session, so a SIGTSTP the command sends itself
+// stops it, where a new session's group would ignore one.) Stop
 // sends SIGTERM to the group, then SIGKILL to the group Grace later. In the
 // restricted modes SIGTERM goes to every member but bubblewrap itself, which
 // would otherwise die at once and take the command with it, so the command

@@ -262,10 +262,12 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 		done:       make(chan struct{}),
 		torn:       make(chan struct{}),
 	}
-	// A new session makes the command the leader of its own process group,
-	// so the group can be signalled as a whole, and detaches it from any
-	// terminal of the worker. Setpgid must not be added: with Setsid it
-	// fails with EPERM.
+	// The command leads a process group of its own, so the group can be
+	// signalled as a whole, and has no terminal of the worker's: a TTY
+	// command gets a new session, whose controlling terminal is its own
+	// pseudo-terminal (Setpgid must not be added: with Setsid it fails
+	// with EPERM); a pipe command too, but for a restricted one where the
+	// worker can have no terminal at all (pipeAttr).
 	var child []*os.File // the command's ends, closed here once it has them
 	if pl.tty {
 		master, slave, err := openPTY()
@@ -286,7 +288,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 			}
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = f[0], f[3], f[5]
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = pipeAttr(pl.restricted)
 		child = []*os.File{f[0], f[3], f[5]}
 		p.stdin = f[1]
 		p.outputs = []output{{Stdout, f[2]}, {Stderr, f[4]}}

@@ -1,0 +1,171 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// sessionHelperEnv names the part a run of the test binary plays in
+// TestPipeCommand_Session: "outer" starts "inner", which starts the
+// commands and reports what they got.
+const sessionHelperEnv = "LOGBOOK_TEST_SESSION_HELPER"
+
+// TestPipeCommand_Session starts pipe commands (FullAccess, and ReadOnly
+// where bubblewrap is installed) from a worker that leads no session, with
+// and without a controlling terminal, and checks what each got: a
+// FullAccess command, a session of its own; a restricted one, without a
+// terminal, the worker's session and scheduling group (a new session
+// would be a scheduling group of its own, which a busy machine runs
+// last), and with one, a session of its own, where /dev/tty does not
+// open. The worker is
+// this test binary run again ("inner"), started by another run of it
+// ("outer") that leads a new session, on a pseudo-terminal it makes its
+// controlling terminal or on none, so that what the test's own terminal
+// is does not matter.
+func TestPipeCommand_Session(t *testing.T) {
+	if role := os.Getenv(sessionHelperEnv); role != "" {
+		sessionHelper(t, role)
+		return
+	}
+	for _, withTTY := range []bool{false, true} {
+		name := "no terminal"
+		if withTTY {
+			name = "worker's terminal"
+		}
+		t.Run(name, func(t *testing.T) {
+			out := runSessionOuter(t, withTTY)
+			var lines []string
+			for _, l := range strings.Split(out, "\n") {
+				if l, ok := strings.CutPrefix(strings.TrimSpace(l), "helper: "); ok {
+					lines = append(lines, l)
+				}
+			}
+			// FullAccess: a session of its own always (its exit kills
+			// what is left of it); restricted: the worker's without a
+			// terminal.
+			want := []string{fmt.Sprintf("%s session=own tty=no group=other", FullAccess)}
+			restricted := fmt.Sprintf("%s session=same tty=no group=same", ReadOnly)
+			if withTTY {
+				restricted = fmt.Sprintf("%s session=own tty=no group=other", ReadOnly)
+			}
+			if _, err := exec.LookPath("bwrap"); err == nil {
+				want = append(want, restricted)
+			}
+			if _, err := os.Stat("/proc/self/autogroup"); err != nil {
+				for i, w := range want {
+					want[i] = w[:strings.Index(w, "group=")] + "group=n/a"
+				}
+			}
+			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+				t.Errorf("the commands got:\n%s\nwant:\n%s\nthe helpers' output:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"), out)
+			}
+		})
+	}
+}
+
+// runSessionOuter runs the test binary as the outer helper in a new
+// session, on a fresh pseudo-terminal that is its controlling terminal
+// if withTTY, and returns what it and the inner helper wrote.
+func runSessionOuter(t *testing.T, withTTY bool) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPipeCommand_Session$", "-test.count=1")
+	cmd.Env = append(os.Environ(), sessionHelperEnv+"=outer")
+	if !withTTY {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("outer helper: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		slave.Close()
+		t.Fatal(err)
+	}
+	slave.Close()
+	var buf bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(&buf, master) // EIO once the terminal's last holder is gone
+	}()
+	werr := cmd.Wait()
+	<-copied
+	if werr != nil {
+		t.Fatalf("outer helper: %v\n%s", werr, buf.String())
+	}
+	return buf.String()
+}
+
+// sessionHelper plays role (see sessionHelperEnv).
+func sessionHelper(t *testing.T, role string) {
+	if role == "outer" {
+		// The inner helper: in this session (and on its terminal, if
+		// any), not its leader.
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPipeCommand_Session$", "-test.count=1")
+		cmd.Env = append(os.Environ(), sessionHelperEnv+"=inner")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("inner helper: %v", err)
+		}
+		return
+	}
+	modes := []Mode{FullAccess}
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		modes = append(modes, ReadOnly)
+	}
+	mySid, err := unix.Getsid(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	myGroup, _ := os.ReadFile("/proc/self/autogroup")
+	for _, mode := range modes {
+		// Whether /dev/tty opens, from within the command (in a
+		// subshell, a process of its session); then it waits on stdin.
+		s := Spec{Argv: []string{"/bin/sh", "-c", `if (exec 3</dev/tty) 2>/dev/null; then echo tty=yes; else echo tty=no; fi; read x`},
+			Env: testEnv(), Workspace: t.TempDir(), Mode: mode, Grace: testGrace}
+		r := newRecorder("tty=")
+		p := start(t, s, r)
+		r.awaitOutput(t, "the terminal check")
+		session := "own"
+		if sid, err := unix.Getsid(p.Pid()); err == nil && sid == mySid {
+			session = "same"
+		}
+		group := "n/a" // no scheduling autogroups in this kernel
+		if g, err := os.ReadFile(fmt.Sprintf("/proc/%d/autogroup", p.Pid())); err == nil && myGroup != nil {
+			group = "other"
+			if bytes.Equal(g, myGroup) {
+				group = "same"
+			}
+		}
+		if err := p.CloseStdin(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		tty := "tty=?"
+		if sc := bufio.NewScanner(strings.NewReader(r.text(Stdout))); sc.Scan() {
+			tty = sc.Text()
+		}
+		fmt.Printf("helper: %s session=%s %s group=%s\n", mode, session, tty, group)
+	}
+}
