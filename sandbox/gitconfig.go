@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -271,22 +272,26 @@ func userGitConfigs() []string {
 	return files
 }
 
-// readSmall reads file p, regular files only, up to max bytes.
+// readSmall reads file p, regular files only, up to max bytes, into a
+// buffer grown as the file is read, not one of max bytes: every
+// WorkspaceWrite start in a repository reads its configuration files,
+// and max (gitConfigMaxBytes) is a megabyte, which a buffer of its size
+// would allocate and clear per file per command.
 func readSmall(p string, max int64) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
-	b := make([]byte, max)
-	n, err := f.Read(b)
-	if n == 0 && err != nil {
+	b, err := io.ReadAll(io.LimitReader(f, max))
+	if len(b) == 0 && err != nil {
 		return nil, err
 	}
-	return b[:n], nil
+	return b, nil
 }
 
 // gitNames is what the configuration of a workspace's repositories names

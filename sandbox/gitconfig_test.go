@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,5 +80,32 @@ func TestGitCommandWords(t *testing.T) {
 				t.Errorf("%s = %q: words %q, want %q", tc.key, tc.value, w, tc.words)
 			}
 		}
+	}
+}
+
+// readSmall's buffer is the file's size, give or take, not its bound: a
+// WorkspaceWrite start reads each configuration file of its repository.
+func TestReadSmall_BufferFitsTheFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config")
+	want := "[core]\n\thooksPath = hooks\n"
+	if err := os.WriteFile(p, []byte(want), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := readSmall(p, gitConfigMaxBytes)
+	if err != nil || string(b) != want {
+		t.Fatalf("readSmall = %q, %v; want %q", b, err, want)
+	}
+	if cap(b) > 64<<10 {
+		t.Errorf("readSmall of %d bytes holds a buffer of %d bytes", len(b), cap(b))
+	}
+	// A file over the bound is read up to it.
+	if err := os.WriteFile(p, bytes.Repeat([]byte("#"), 300), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readSmall(p, 100); err != nil || len(b) != 100 {
+		t.Errorf("readSmall of 300 bytes, bound 100 = %d bytes, %v; want 100", len(b), err)
+	}
+	if _, err := readSmall(filepath.Dir(p), 100); err == nil {
+		t.Error("readSmall of a directory: no error")
 	}
 }
