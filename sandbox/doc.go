@@ -235,9 +235,11 @@
 //
 // Every command's process group is its own. A command on a pseudo-terminal
 // runs in a new session, whose controlling terminal that is; one on pipes
-// too, but for a restricted one where the worker has no controlling
-// terminal and, not leading its session, cannot get one: bubblewrap then
-// runs in the worker's session, with no terminal either way, and, where
+// too, but where the worker has no controlling terminal and, not leading
+// its session, cannot get one, and the command's whole tree is held
+// otherwise (a restricted command's PID namespace, a FullAccess command's
+// cgroup v2, see Process.Cgroup): such a command (bubblewrap, in a
+// restricted mode) then runs in the worker's session, with no terminal either way, and, where
 // the kernel groups each session's processes for scheduling
 // (sched_autogroup_enabled=1), in the worker's group rather than a new
 // one, which a busy machine runs last. (Its group then has a parent

@@ -87,24 +87,25 @@ func processGroup(pid int) (int, error) {
 }
 
 // pipeAttr returns the process attributes of a command on pipes (not
-// Spec.TTY) in a restricted mode if restricted, else in FullAccess:
-// SIGKILL as its parent-death signal, and a process group of its own, in
-// a new session (setsid), but for a restricted command (bubblewrap) where
-// this process has no controlling terminal and cannot get one
-// (terminalFree): that one's group stays in this process's session
+// Spec.TTY): SIGKILL as its parent-death signal, and a process group of
+// its own, in a new session (setsid), but where the command's whole tree
+// is held otherwise (held: a restricted command's sandbox, whose PID
+// namespace it is; a FullAccess command's cgroup v2, which clone3 puts
+// it in) and this process has no controlling terminal and cannot get one
+// (terminalFree): that command's group stays in this process's session
 // (setpgid). A new session keeps a terminal of the worker's out of the
-// command's reach (/dev/tty, TIOCSTI, its signals), and a FullAccess
-// command's session is how its exit finds what it left (a job-control
-// shell's jobs lead groups of their own); a restricted command's tree is
-// its sandbox's PID namespace. Where there is no terminal to keep out, a
-// new session only costs a restricted command its start: with
+// command's reach (/dev/tty, TIOCSTI, its signals), and is how the exit
+// of a FullAccess command without a cgroup finds what it left (a
+// job-control shell's jobs lead groups of their own). Where neither is
+// needed, a new session only costs the command its start: with
 // sched_autogroup_enabled=1 a new session is a scheduling group of its
 // own, which a busy machine's scheduler lets run only once the groups
-// already running have had their turn, at each wake-up of bubblewrap's,
-// the reporter's and the command's processes: tens of milliseconds on a
-// loaded 2-CPU machine. The attributes are decided at each start.
-func pipeAttr(restricted bool) *syscall.SysProcAttr {
-	if restricted && terminalFree() {
+// already running have had their turn, at each wake-up of the command's
+// processes (bubblewrap's and the reporter's too): tens of milliseconds
+// for a restricted command on a loaded 2-CPU machine. The attributes are
+// decided at each start.
+func pipeAttr(held bool) *syscall.SysProcAttr {
+	if held && terminalFree() {
 		return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}

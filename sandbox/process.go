@@ -266,8 +266,8 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 	// signalled as a whole, and has no terminal of the worker's: a TTY
 	// command gets a new session, whose controlling terminal is its own
 	// pseudo-terminal (Setpgid must not be added: with Setsid it fails
-	// with EPERM); a pipe command too, but for a restricted one where the
-	// worker can have no terminal at all (pipeAttr).
+	// with EPERM); a pipe command too, but where the worker can have no
+	// terminal at all and the command's tree is held otherwise (pipeAttr).
 	var child []*os.File // the command's ends, closed here once it has them
 	if pl.tty {
 		master, slave, err := openPTY()
@@ -288,7 +288,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 			}
 		}
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = f[0], f[3], f[5]
-		cmd.SysProcAttr = pipeAttr(pl.restricted)
+		cmd.SysProcAttr = pipeAttr(pl.restricted) // a FullAccess one's cgroup is known below
 		child = []*os.File{f[0], f[3], f[5]}
 		p.stdin = f[1]
 		p.outputs = []output{{Stdout, f[2]}, {Stderr, f[4]}}
@@ -322,6 +322,11 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 	} else {
 		p.setLimits(pl)
 		close(limitsSet)
+		if !pl.tty && p.cg != nil && p.cg.v2 {
+			// The cgroup holds the whole tree from its first
+			// instruction: the session need not.
+			cmd.SysProcAttr = pipeAttr(true)
+		}
 	}
 
 	// Descriptors the worker inherited (serve 7>>file) are not close-on-exec;

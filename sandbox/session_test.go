@@ -22,12 +22,12 @@ const sessionHelperEnv = "LOGBOOK_TEST_SESSION_HELPER"
 
 // TestPipeCommand_Session starts pipe commands (FullAccess, and ReadOnly
 // where bubblewrap is installed) from a worker that leads no session, with
-// and without a controlling terminal, and checks what each got: a
-// FullAccess command, a session of its own; a restricted one, without a
-// terminal, the worker's session and scheduling group (a new session
-// would be a scheduling group of its own, which a busy machine runs
-// last), and with one, a session of its own, where /dev/tty does not
-// open. The worker is
+// and without a controlling terminal, and checks what each got: without
+// one, the worker's session and scheduling group where its tree is held
+// otherwise (its sandbox; a FullAccess command's cgroup v2, where the
+// worker can make one), since a new session would be a scheduling group
+// of its own, which a busy machine runs last; else, and with a terminal,
+// a session of its own, where /dev/tty does not open. The worker is
 // this test binary run again ("inner"), started by another run of it
 // ("outer") that leads a new session, on a pseudo-terminal it makes its
 // controlling terminal or on none, so that what the test's own terminal
@@ -50,21 +50,32 @@ func TestPipeCommand_Session(t *testing.T) {
 					lines = append(lines, l)
 				}
 			}
-			// FullAccess: a session of its own always (its exit kills
-			// what is left of it); restricted: the worker's without a
-			// terminal.
-			want := []string{fmt.Sprintf("%s session=own tty=no group=other", FullAccess)}
-			restricted := fmt.Sprintf("%s session=same tty=no group=same", ReadOnly)
-			if withTTY {
-				restricted = fmt.Sprintf("%s session=own tty=no group=other", ReadOnly)
-			}
-			if _, err := exec.LookPath("bwrap"); err == nil {
-				want = append(want, restricted)
-			}
-			if _, err := os.Stat("/proc/self/autogroup"); err != nil {
-				for i, w := range want {
-					want[i] = w[:strings.Index(w, "group=")] + "group=n/a"
+			// The worker's session and scheduling group where the
+			// command's tree is held otherwise (held: a restricted
+			// command's sandbox, a FullAccess command's cgroup v2) and
+			// there is no terminal; else a session of its own.
+			group := func(same bool) string {
+				switch _, err := os.Stat("/proc/self/autogroup"); {
+				case err != nil:
+					return "group=n/a"
+				case same:
+					return "group=same"
 				}
+				return "group=other"
+			}
+			modes := []Mode{FullAccess}
+			if _, err := exec.LookPath("bwrap"); err == nil {
+				modes = append(modes, ReadOnly)
+			}
+			var want []string
+			for i, m := range modes {
+				held := m.restricted()
+				if !held && i < len(lines) {
+					held = strings.Contains(lines[i], " held=yes ")
+				}
+				same := held && !withTTY
+				session := map[bool]string{true: "session=same", false: "session=own"}[same]
+				want = append(want, fmt.Sprintf("%s held=%s %s tty=no %s", m, map[bool]string{true: "yes", false: "no"}[held], session, group(same)))
 			}
 			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 				t.Errorf("the commands got:\n%s\nwant:\n%s\nthe helpers' output:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"), out)
@@ -166,6 +177,10 @@ func sessionHelper(t *testing.T, role string) {
 		if sc := bufio.NewScanner(strings.NewReader(r.text(Stdout))); sc.Scan() {
 			tty = sc.Text()
 		}
-		fmt.Printf("helper: %s session=%s %s group=%s\n", mode, session, tty, group)
+		held := "no"
+		if mode.restricted() || p.Cgroup() != "" {
+			held = "yes"
+		}
+		fmt.Printf("helper: %s held=%s session=%s %s group=%s\n", mode, held, session, tty, group)
 	}
 }
