@@ -907,8 +907,12 @@ func (p *Process) wait(stopCtx func() bool, drained <-chan drainResult, trace fu
 		// in use by anyone else: kill what is left of the group, of the
 		// session, and of the tree Stop held. Its children are
 		// re-parented already, so only members of its session or group
-		// lead to the rest of the tree: without any, no scan.
-		p.killTreeLocked(!p.restricted && !lonelyLeader(p.pid))
+		// lead to the rest of the tree: without any, no scan. Nor where
+		// a cgroup v2 holds the whole tree (a FullAccess command's, from
+		// its first instruction): what is left of it is killed there,
+		// below, and the scan of /proc (two system calls a process)
+		// would only delay the exit.
+		p.killTreeLocked(!p.restricted && (p.cg == nil || !p.cg.v2) && !lonelyLeader(p.pid))
 	}
 	if p.cg != nil && (!p.restricted || werr != nil) {
 		// And what left the group, where a cgroup holds the whole tree.

@@ -184,3 +184,22 @@ func sessionHelper(t *testing.T, role string) {
 		fmt.Printf("helper: %s held=%s session=%s %s group=%s\n", mode, held, session, tty, group)
 	}
 }
+
+// The exit of a FullAccess command whose cgroup v2 holds its whole tree
+// lists no /proc: what is left of the tree is killed in the cgroup. Not
+// parallel: other tests' exits list /proc too.
+func TestExit_CgroupSparesTheScan(t *testing.T) {
+	s := newSpec(t, FullAccess, false, "true")
+	r := newRecorder("")
+	before := procScans.Load()
+	p := start(t, s, r)
+	if p.Cgroup() == "" {
+		t.Skip("no cgroup v2 for the command here (an unprivileged worker on cgroup v1, most often)")
+	}
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := procScans.Load() - before; n != 0 {
+		t.Errorf("the exit listed /proc %d times", n)
+	}
+}

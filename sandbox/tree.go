@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -90,8 +91,13 @@ func BootID() string {
 	return strings.TrimSpace(string(b))
 }
 
+// procScans counts the listings of /proc that lonelyLeader and allProcs
+// made, in this process.
+var procScans atomic.Uint64
+
 // allProcs returns the stat of every process in /proc that could be read.
 func allProcs() ([]procStat, error) {
+	procScans.Add(1)
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil, err
@@ -122,6 +128,7 @@ func allProcs() ([]procStat, error) {
 // such a member, so a true answer spares the exit its scan. It answers
 // false when /proc cannot be listed.
 func lonelyLeader(pid int) bool {
+	procScans.Add(1)
 	d, err := os.Open("/proc")
 	if err != nil {
 		return false
