@@ -9,6 +9,8 @@ import (
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"io"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,6 +46,7 @@ func TestMain(m *testing.M) {
 		"fakeagent":    fakeAgent,
 		"hooksockcall": hookSockCall,
 		"dispatch":     dispatch,
+		"sigdefault":   sigDefault,
 	})
 }
 
@@ -79,6 +82,30 @@ func hookSockCall() {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "hooksockcall: %v\n", err)
+	os.Exit(1)
+}
+
+// sigDefault is `sigdefault PROG [ARG...]`: it becomes PROG (looked up
+// on PATH; exec, same process id) with SIGHUP at its default action,
+// whatever this process was handed. A script that stops a command with
+// SIGHUP runs it so: a test run started under nohup (or by any runner
+// that ignores SIGHUP) hands every process it starts SIGHUP ignored,
+// which logbook then keeps ignored on purpose (main), and a shell cannot
+// undo it (POSIX sh: a signal ignored on entry to a non-interactive
+// shell cannot be trapped or reset).
+func sigDefault() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: sigdefault PROG [ARG...]")
+		os.Exit(2)
+	}
+	// Notify installs a handler even for a signal ignored at start, and
+	// an exec sets every handled signal to its default action.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	path, err := exec.LookPath(os.Args[1])
+	if err == nil {
+		err = syscall.Exec(path, os.Args[1:], os.Environ())
+	}
+	fmt.Fprintf(os.Stderr, "sigdefault: %v\n", err)
 	os.Exit(1)
 }
 
