@@ -30,7 +30,7 @@ const (
 	// rawFollowStall is how long a raw follower waits without a message
 	// or a heartbeat before it takes the consumer for lost and starts
 	// again: two heartbeats missed, as the ordered consumer.
-	rawFollowStall = 2*readHeartbeat + readHeartbeat/2
+	rawFollowStall = 2*followHeartbeat + followHeartbeat/2
 	// rawFollowReconnect is how often a raw follower whose connection
 	// dropped looks whether the Log's connection is back.
 	rawFollowReconnect = 50 * time.Millisecond
@@ -167,7 +167,7 @@ func (l *Log) rawFollowOnce(ctx context.Context, filter string, next uint64, raw
 	var progress atomic.Uint64
 	defer rc.watch(ctx, rawFollowStall, &progress)()
 
-	pulls, err := l.startPulls(rc, name, readPull, readHeartbeat)
+	pulls, err := l.startPulls(rc, name, readPull, followExpiry, followHeartbeat)
 	if err != nil {
 		return next, false, err
 	}

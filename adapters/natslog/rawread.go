@@ -274,7 +274,7 @@ func (l *Log) openRawOn(ctx context.Context, rc *rawConn, filter string, from ui
 	if info.NumPending == 0 {
 		return o, nil
 	}
-	if o.pulls, err = l.startPulls(rc, info.Name, readPullMsgs, 0); err != nil {
+	if o.pulls, err = l.startPulls(rc, info.Name, readPullMsgs, readExpiry, 0); err != nil {
 		o.close(ctx)
 		return nil, err
 	}
@@ -321,15 +321,15 @@ type rawPullSet struct {
 
 // startPulls subscribes rc to an inbox and sends rawPulls pull requests
 // to consumer for n messages each, with a heartbeat every heartbeat (0:
-// none), each expiring after readExpiry.
-func (l *Log) startPulls(rc *rawConn, consumer string, n int, heartbeat time.Duration) (*rawPullSet, error) {
+// none), each expiring after expiry.
+func (l *Log) startPulls(rc *rawConn, consumer string, n int, expiry, heartbeat time.Duration) (*rawPullSet, error) {
 	p := &rawPullSet{rc: rc, subj: jsAPI("CONSUMER.MSG.NEXT", StreamName, consumer), inbox: l.js.Conn().NewInbox(), n: n, b: int(max(readPullBytes, 2*l.js.Conn().MaxPayload()))}
 	req, err := json.Marshal(struct {
 		Batch     int           `json:"batch"`
 		MaxBytes  int           `json:"max_bytes"`
 		Expires   time.Duration `json:"expires"`
 		Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
-	}{n, p.b, readExpiry, heartbeat})
+	}{n, p.b, expiry, heartbeat})
 	if err != nil {
 		return nil, err
 	}

@@ -28,13 +28,27 @@ const (
 	readPullBytes = 16 << 20
 	// loadPage is how many messages one batched direct get of Load asks for.
 	loadPage = 1000
-	// readExpiry and readHeartbeat bound an ordered consumer's pulls: a
-	// pull that the server lost (a consumer created while a cluster was
-	// still electing the stream's leader, a node gone) shows as two
-	// missed heartbeats, and the consumer is reset from where it was, in
-	// about 2×readHeartbeat rather than nats.go's default of a minute.
+	// readExpiry and readHeartbeat bound the pulls of a read up to a
+	// known end (an ordered consumer's, a raw read's, which asks for no
+	// heartbeats): a pull that the server lost (a consumer created while
+	// a cluster was still electing the stream's leader, a node gone)
+	// shows as two missed heartbeats, and the consumer is reset from
+	// where it was, in about 2×readHeartbeat rather than nats.go's
+	// default of a minute. Every message such a read asks for is in the
+	// stream when its pulls are sent.
 	readExpiry    = 10 * time.Second
 	readHeartbeat = 2 * time.Second
+	// followExpiry and followHeartbeat bound the pulls of a follower of
+	// the log's end (the projector's, which a read-your-writes wait
+	// waits for; the raw follower's and the ordered consumer's alike).
+	// A lost pull shows as two missed heartbeats, in about
+	// 2×followHeartbeat; a pull whose server heartbeats but does not
+	// deliver a message appended after it (seen on the workers' feeds,
+	// adapters/worker) ends at its expiry, and the next pull takes the
+	// message at once: a wait held by it lasts at most followExpiry,
+	// not readExpiry. An idle follower pulls again every followExpiry.
+	followExpiry    = 3 * time.Second
+	followHeartbeat = time.Second
 )
 
 // ResetAttempts bounds how often an ordered consumer is recreated in a row
@@ -621,10 +635,12 @@ func (l *Log) consume(ctx context.Context, filter string, from, end uint64, yiel
 		return
 	}
 	pull := jetstream.PullMessagesOpt(jetstream.PullMaxMessages(readPull))
+	expiry, heartbeat := followExpiry, followHeartbeat
 	if end > 0 {
 		pull = ReadPull(l.js.Conn().MaxPayload())
+		expiry, heartbeat = readExpiry, readHeartbeat
 	}
-	it, err := cons.Messages(pull, jetstream.PullExpiry(readExpiry), jetstream.PullHeartbeat(readHeartbeat))
+	it, err := cons.Messages(pull, jetstream.PullExpiry(expiry), jetstream.PullHeartbeat(heartbeat))
 	if err != nil {
 		fail(err)
 		return
