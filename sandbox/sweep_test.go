@@ -1,18 +1,24 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
 // A dead worker's cgroup, with a process its command left in it, is
-// killed and removed; one whose worker lives, and this process's own, are
-// left alone.
+// killed and removed; one whose worker lives, and the sweeping process's
+// own, are left alone. Every sweep on the host run by root (another test
+// binary's, a worker's) takes a dead worker's cgroup beside its own
+// cgroup, the one made here too: the sweep runs in a helper process in
+// a cgroup of this test's own, which is no command's (no cgPrefix), so
+// that the cgroups made in it are this sweep's alone to take.
 func TestSweepCgroups(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("making cgroups beside this process's own needs root")
@@ -31,17 +37,22 @@ func TestSweepCgroups(t *testing.T) {
 	if parent == "" {
 		t.Skip("no cgroup hierarchy")
 	}
+	own := filepath.Join(parent, fmt.Sprintf("logbook-sweeptest-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Skipf("cannot make a cgroup here: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Rmdir(own) }) // last: once the sweeper and the cgroups in it are gone
 	// A pid that ran and is gone: the dead worker.
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
 	deadPid := gone.Process.Pid
-	dead := filepath.Join(parent, cgPrefix+strconv.Itoa(deadPid)+"-1")
-	live := filepath.Join(parent, cgPrefix+strconv.Itoa(os.Getppid())+"-1")
+	dead := filepath.Join(own, cgPrefix+strconv.Itoa(deadPid)+"-1")
+	live := filepath.Join(own, cgPrefix+strconv.Itoa(os.Getpid())+"-1") // this process: the live worker
 	for _, d := range []string{dead, live} {
 		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Skipf("cannot make a cgroup here: %v", err)
+			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() { _, _ = KillCgroup(live); _, _ = KillCgroup(dead) })
@@ -60,12 +71,34 @@ func TestSweepCgroups(t *testing.T) {
 	if alive(deadPid) {
 		t.Skipf("pid %d was reused already", deadPid)
 	}
-	removed, killed, err := SweepCgroups()
+	// The sweeper waits for its standard input to close, by when it is
+	// in own.
+	sweeper := exec.Command(os.Args[0], "-test.run=^TestHelperSweepCgroups$")
+	sweeper.Env = append(os.Environ(), helperSweep+"=after stdin")
+	in, err := sweeper.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out strings.Builder
+	sweeper.Stdout, sweeper.Stderr = &out, &out
+	if err := sweeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(own, "cgroup.procs"), []byte(strconv.Itoa(sweeper.Process.Pid)), 0); err != nil {
+		_ = sweeper.Process.Kill()
+		_ = sweeper.Wait()
+		t.Fatal(err)
+	}
+	in.Close()
+	if err := sweeper.Wait(); err != nil {
+		t.Fatalf("sweeper: %v\n%s", err, out.String())
+	}
+	var ms, removed, killed int
+	if _, err := fmt.Sscanf(strings.TrimSpace(out.String()), "swept in %d ms: removed %d, killed %d", &ms, &removed, &killed); err != nil {
+		t.Fatalf("sweeper said %q: %v", out.String(), err)
+	}
 	if removed < 1 || killed < 1 {
-		t.Errorf("swept %d cgroups, %d processes; want the dead worker's cgroup and its process", removed, killed)
+		t.Errorf("swept %d cgroups, %d processes; want the dead worker's cgroup and its process: %s", removed, killed, out.String())
 	}
 	select {
 	case <-exited:

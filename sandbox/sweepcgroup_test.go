@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -19,11 +20,15 @@ import (
 const helperSweep = "LOGBOOK_TEST_SWEEP_CGROUPS"
 
 // TestHelperSweepCgroups is not a test: run as another user by
-// TestSweepCgroups_OtherUsersLeftAlone, it sweeps and says how long it
-// took and what it found.
+// TestSweepCgroups_OtherUsersLeftAlone, or in a cgroup of its own by
+// TestSweepCgroups (helperSweep "after stdin": once its standard input
+// has closed), it sweeps and says how long it took and what it found.
 func TestHelperSweepCgroups(t *testing.T) {
-	if os.Getenv(helperSweep) == "" {
-		t.Skip("helper process for TestSweepCgroups_OtherUsersLeftAlone")
+	switch os.Getenv(helperSweep) {
+	case "":
+		t.Skip("helper process for TestSweepCgroups_OtherUsersLeftAlone and TestSweepCgroups")
+	case "after stdin":
+		_, _ = io.Copy(io.Discard, os.Stdin)
 	}
 	start := time.Now()
 	removed, killed, err := SweepCgroups()
