@@ -29,8 +29,12 @@ import (
 const (
 	// rawFollowStall is how long a raw follower waits without a message
 	// or a heartbeat before it takes the consumer for lost and starts
-	// again: two heartbeats missed, as the ordered consumer.
-	rawFollowStall = 2*followHeartbeat + followHeartbeat/2
+	// again: five of its heartbeats (followHeartbeat) missed. The watch
+	// counts the time the follower's reader spends on a message (yield)
+	// too, as time without one: a projector slow on a loaded machine
+	// must not have its consumer made again and again, so the stall is
+	// kept at what it was with 2 s heartbeats, not two of them.
+	rawFollowStall = 5 * time.Second
 	// rawFollowReconnect is how often a raw follower whose connection
 	// dropped looks whether the Log's connection is back.
 	rawFollowReconnect = 50 * time.Millisecond

@@ -41,8 +41,9 @@ const (
 	// followExpiry and followHeartbeat bound the pulls of a follower of
 	// the log's end (the projector's, which a read-your-writes wait
 	// waits for; the raw follower's and the ordered consumer's alike).
-	// A lost pull shows as two missed heartbeats, in about
-	// 2×followHeartbeat; a pull whose server heartbeats but does not
+	// A lost pull shows as missed heartbeats (two of them, about
+	// 2×followHeartbeat, for the ordered consumer; rawFollowStall for
+	// the raw follower); a pull whose server heartbeats but does not
 	// deliver a message appended after it (seen on the workers' feeds,
 	// adapters/worker) ends at its expiry, and the next pull takes the
 	// message at once: a wait held by it lasts at most followExpiry,
