@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -393,8 +394,30 @@ func readChildPid(r *bufio.Reader) (int, error) {
 // and whenever it finds a dead worker. A cgroup whose pid runs again
 // (recycled) is left alone. It returns how many cgroups it removed and
 // how many processes they still held, and the first error met (the sweep
-// goes on past it).
+// goes on past it). The sweeps of one process take turns, so that two
+// workers of one serve never kill and count the same tree twice.
 func SweepCgroups() (removed, killed int, err error) {
+	return SweepCgroupsEach(nil)
+}
+
+// SweptCgroup is one cgroup a sweep removed: its directory, the pid of
+// the dead worker process that made it (from its name), and how many
+// processes it still held, killed with it.
+type SweptCgroup struct {
+	Path      string
+	Owner     int
+	Processes int
+}
+
+// sweepMu makes the cgroup sweeps of this process take turns.
+var sweepMu sync.Mutex
+
+// SweepCgroupsEach is SweepCgroups, telling each (when not nil) of every
+// cgroup it removed, as it goes, so that a worker can name whose tree
+// it killed.
+func SweepCgroupsEach(each func(SweptCgroup)) (removed, killed int, err error) {
+	sweepMu.Lock()
+	defer sweepMu.Unlock()
 	self := selfCgroups()
 	var parents []string
 	if p, ok := self[""]; ok {
@@ -429,6 +452,9 @@ func SweepCgroups() (removed, killed int, err error) {
 			}
 			removed++
 			killed += n
+			if each != nil {
+				each(SweptCgroup{Path: filepath.Join(parent, e.Name()), Owner: pid, Processes: n})
+			}
 		}
 	}
 	return removed, killed, err

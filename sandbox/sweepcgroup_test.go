@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,8 +33,35 @@ func TestHelperSweepCgroups(t *testing.T) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 	}
 	start := time.Now()
-	removed, killed, err := SweepCgroups()
-	fmt.Printf("swept in %d ms: removed %d, killed %d, err %v\n", time.Since(start).Milliseconds(), removed, killed, err)
+	if os.Getenv(helperSweep) != "after stdin" {
+		removed, killed, err := SweepCgroups()
+		fmt.Printf("swept in %d ms: removed %d, killed %d, err %v\n", time.Since(start).Milliseconds(), removed, killed, err)
+		os.Exit(0)
+	}
+	// Two sweeps at once, as two workers of one serve start them: what
+	// they report together is each cgroup once.
+	var mu sync.Mutex
+	var removed, killed int
+	var swept []SweptCgroup
+	var errs []error
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			r, k, err := SweepCgroupsEach(func(c SweptCgroup) {
+				mu.Lock()
+				swept = append(swept, c)
+				mu.Unlock()
+			})
+			mu.Lock()
+			removed, killed, errs = removed+r, killed+k, append(errs, err)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	fmt.Printf("swept in %d ms: removed %d, killed %d, err %v\n", time.Since(start).Milliseconds(), removed, killed, errors.Join(errs...))
+	for _, c := range swept {
+		fmt.Printf("%s owner %d processes %d\n", c.Path, c.Owner, c.Processes)
+	}
 	os.Exit(0)
 }
 

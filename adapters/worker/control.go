@@ -504,13 +504,18 @@ func (w *Worker) storedOutput(ctx context.Context, id string) int64 {
 // sweepCgroups kills and removes what dead workers of this host left in
 // cgroups of their own making, including trees started before their
 // record (see sandbox.SweepCgroups).
+//
+// Any dead worker's: a worker of another serve (another data dir) on
+// this host, run by the same user or by root, left them as well; each
+// cgroup that still held processes is named with the dead worker's pid.
 func (w *Worker) sweepCgroups() {
-	removed, killed, err := sandbox.SweepCgroups()
+	_, _, err := sandbox.SweepCgroupsEach(func(c sandbox.SweptCgroup) {
+		if c.Processes > 0 {
+			w.log.Warn("killed what a dead worker left", "worker_pid", c.Owner, "cgroup", c.Path, "processes", c.Processes)
+		}
+	})
 	if err != nil {
 		w.log.Warn("sweep cgroups of dead workers", "err", err)
-	}
-	if killed > 0 {
-		w.log.Warn("killed what dead workers left", "cgroups", removed, "processes", killed)
 	}
 }
 
