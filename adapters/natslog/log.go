@@ -51,6 +51,11 @@ type Log struct {
 	reg    *events.Registry
 	js     jetstream.JetStream
 	stream jetstream.Stream
+	// preverifyOff and preverifyFrom (0: preverifyMin) are a test's
+	// settings of this log's pre-verification (read's own tail checks
+	// compared with preverify's), set before its first read.
+	preverifyOff  bool
+	preverifyFrom uint64
 	// leaderReads is set on a replicated stream: reads that must see
 	// every acknowledged append go to the leader (see leaderGet).
 	leaderReads bool

@@ -58,7 +58,7 @@ func (l *Log) preverify(ctx context.Context, j *Judged, from, end uint64) (stop 
 // preverifyMin is the fewest events past the statement a read
 // pre-verifies: below it, the read's own checks, on the decode
 // goroutines, start as soon as the pre-verifier's would.
-var preverifyMin uint64 = 256 // a variable for the test that pre-verifies a short tail
+const preverifyMin uint64 = 256
 
 // prechecks checks with v the signatures of the events of l of seq
 // from..end, judgeBatch at a time on GOMAXPROCS goroutines, until ctx
@@ -191,7 +191,3 @@ func batchLeft(b string) (uint64, bool) {
 	}
 	return n - i, true
 }
-
-// noPreverify turns preverify off, for tests that compare a read with
-// it to one without.
-var noPreverify = false

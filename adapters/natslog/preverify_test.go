@@ -219,12 +219,11 @@ type preFold struct {
 // verifications. The tail is pre-verified however short it is.
 func foldBothWays(t *testing.T, s *Server, admin *attestation.Key, j *Judged) (map[bool]preFold, map[bool]uint64) {
 	t.Helper()
-	preverifyMin = 1 // the tests' tails are short
-	t.Cleanup(func() { noPreverify, preverifyMin = false, 256 })
 	folds, checked := map[bool]preFold{}, map[bool]uint64{}
 	for _, pre := range []bool{false, true} {
-		noPreverify = !pre
 		r := signedLog(t, s, admin)
+		r.preverifyFrom = 1 // the tests' tails are short
+		r.preverifyOff = !pre
 		r.SetJudged(j)
 		var f preFold
 		for _, rec := range readAll(t, r, 1) {

@@ -500,7 +500,7 @@ func (l *Log) readRecords(ctx context.Context, from uint64, ord *order, yield fu
 	}
 	if j := l.judged.Load(); j != nil && l.cfg.Verifier != nil && max(from, 1) <= j.Through {
 		src = j.whole(l, from, end)
-		if end >= j.Through+preverifyMin && !noPreverify {
+		if least := cmp.Or(l.preverifyFrom, preverifyMin); end >= j.Through+least && !l.preverifyOff {
 			stop := l.preverify(ctx, j, j.Through+1, end)
 			defer stop()
 		}
