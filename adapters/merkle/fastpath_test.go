@@ -621,3 +621,36 @@ func TestLeafHashIsRecordHashOfLeafData(t *testing.T) {
 		t.Fatalf("LeafHash %s, RecordHash(LeafData) %s", got, want)
 	}
 }
+
+// An event the statement covers changed so that it no longer decodes is
+// refused as a message that is not its leaf, naming its sequence, not
+// passed over as an undecodable event: a read on the fast path checks
+// each message it decodes against its leaf, and the leaf's refusal is
+// the one the read stops with, whichever of the two it came to first.
+// The messages before it, in the same run of messages the read decodes
+// at once, are handed over; none from it on.
+func TestFastPath_ChangedByteThatBreaksDecodingNamedAtItsSequence(t *testing.T) {
+	s := startSigned(t)
+	fillSigned(t, s)
+	cp := judging(t, s)
+	if _, _, err := cp.Once(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rewritten(t, s, cp, 6, func(b []byte) []byte { return b[:len(b)/2] })
+	l := reader(t, s)
+	fastPath(t, s, l)
+	got, err := readAll(t.Context(), l)
+	if err == nil || !strings.Contains(err.Error(), "seq 6: the stored message hashes to") {
+		t.Fatalf("read %+v: %v, want seq 6 named as not its leaf", got, err)
+	}
+	var seqs []uint64
+	for _, r := range got {
+		seqs = append(seqs, r.Seq)
+	}
+	if want := []uint64{1, 2, 3, 4}; !slices.Equal(seqs, want) {
+		t.Errorf("read handed seqs %v, want %v (those before the changed message)", seqs, want)
+	}
+	if _, q := l.Quarantined(); q != 0 {
+		t.Errorf("the read quarantined %d events; the changed one is refused, not quarantined", q)
+	}
+}
