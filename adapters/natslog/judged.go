@@ -434,10 +434,7 @@ func (j *Judged) whole(l *Log, from, end uint64) func(context.Context, func(Msg,
 		stopped := false
 		read := l.consume
 		if !l.leaderReads {
-			// Header blocks left to the decoding goroutines.
-			read = func(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) {
-				l.consumeRaw(ctx, filter, from, end, 0, yield)
-			}
+			read = l.consumeRaw // header blocks left to the decoding goroutines
 		}
 		read(ctx, StreamSubjects, from, end, func(m Msg, err error) bool {
 			if err != nil {

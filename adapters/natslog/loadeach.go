@@ -78,7 +78,7 @@ func (l *Log) loadEach(ctx context.Context, agg events.Aggregate, s *LoadStart, 
 			ctx = withRawOpened(ctx, s)
 		}
 		ctx = withClosing(ctx, &closing)
-		l.consumeRaw(withBlocks(ctx, blocks), subject, 1, end, count, func(m Msg, err error) bool {
+		l.consumeRawHeld(withBlocks(ctx, blocks), subject, 1, end, count, func(m Msg, err error) bool {
 			if err == nil {
 				blocks.cut(m.Seq)
 			}

@@ -49,7 +49,7 @@ func (l *Log) LoadStreamed(ctx context.Context, agg events.Aggregate) ([]events.
 	}
 	ord := l.newOrder(1)
 	ord.keys, ord.end = true, end
-	src := func(ctx context.Context, y func(Msg, error) bool) { l.consumeRaw(ctx, subject, 1, end, count, y) }
+	src := func(ctx context.Context, y func(Msg, error) bool) { l.consumeRawHeld(ctx, subject, 1, end, count, y) }
 	var (
 		// Sized once: growing a slice of 20,000 records by doubling
 		// copied them twice over, under the collector's write barriers.

@@ -132,9 +132,7 @@ func prechecks(ctx context.Context, l *Log, v *attestation.Verifier, from, end u
 	} else {
 		read := l.consume
 		if !l.leaderReads {
-			read = func(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) {
-				l.consumeRaw(ctx, filter, from, end, 0, yield)
-			}
+			read = l.consumeRaw
 		}
 		read(ctx, eventFilter, from, end, func(m Msg, err error) bool {
 			return err == nil && take(m)

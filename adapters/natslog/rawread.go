@@ -67,11 +67,17 @@ var errRawUnsupported = errors.New("raw read: connection not supported")
 // yet yielded: what consume guarantees holds either way. A read that
 // ended early while the embedded Server restarted JetStream goes on
 // from there once the restart is over (resumeAcrossHeals). Errors of
-// ctx are yielded as consume yields them. held is how many messages
-// filter held from from up to end, as the stream said when it said end
-// (subjectState's one stream info), and 0 when that is not
-// known: a run of the read that starts at from passes it to rawRead.
-func (l *Log) consumeRaw(ctx context.Context, filter string, from, end, held uint64, yield func(Msg, error) bool) {
+// ctx are yielded as consume yields them.
+func (l *Log) consumeRaw(ctx context.Context, filter string, from, end uint64, yield func(Msg, error) bool) {
+	l.consumeRawHeld(ctx, filter, from, end, 0, yield)
+}
+
+// consumeRawHeld is consumeRaw where the caller knows held, how many
+// messages filter held from from up to end, as the stream said when it
+// said end (subjectState's one stream info): a run of the read that
+// starts at from passes it to rawRead, which then ends without asking
+// the stream once it has yielded that many. 0: not known.
+func (l *Log) consumeRawHeld(ctx context.Context, filter string, from, end, held uint64, yield func(Msg, error) bool) {
 	l.resumeAcrossHeals(ctx, from, end, yield, func(ctx context.Context, next uint64, yield func(Msg, error) bool) {
 		h := held
 		if next != from {

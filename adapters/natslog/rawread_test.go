@@ -132,7 +132,7 @@ func TestConsumeRaw_Cancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	var errs []error
-	l.consumeRaw(ctx, a.Subject(), 1, lastSeq(t, l), 0, func(m Msg, err error) bool {
+	l.consumeRaw(ctx, a.Subject(), 1, lastSeq(t, l), func(m Msg, err error) bool {
 		errs = append(errs, err)
 		return err == nil
 	})

@@ -496,7 +496,7 @@ func (l *Log) readRecords(ctx context.Context, from uint64, ord *order, yield fu
 	if !l.leaderReads {
 		// One replica: the bounded read goes over a raw connection of its
 		// own, header blocks left to the decoding goroutines (consumeRaw).
-		src = func(ctx context.Context, y func(Msg, error) bool) { l.consumeRaw(ctx, eventFilter, from, end, 0, y) }
+		src = func(ctx context.Context, y func(Msg, error) bool) { l.consumeRaw(ctx, eventFilter, from, end, y) }
 	}
 	if j := l.judged.Load(); j != nil && l.cfg.Verifier != nil && max(from, 1) <= j.Through {
 		src = j.whole(l, from, end)
