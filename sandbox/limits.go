@@ -384,22 +384,6 @@ func readChildPid(r *bufio.Reader) (int, error) {
 	return pid, nil
 }
 
-// SweepCgroups kills and removes the cgroups that worker processes of
-// this host made for their commands and left behind when they died: the
-// directories named logbook-cmd-<pid>-<n> beside this process's own
-// cgroup (v2, and v1 pids and memory) whose <pid> no longer runs. A
-// worker killed between a command's start and its record of the cgroup
-// (command.running) leaves a tree nobody else can find, and any killed
-// worker leaves its empty cgroups; a worker sweeps once when it starts
-// and whenever it finds a dead worker. A cgroup whose pid runs again
-// (recycled) is left alone. It returns how many cgroups it removed and
-// how many processes they still held, and the first error met (the sweep
-// goes on past it). The sweeps of one process take turns, so that two
-// workers of one serve never kill and count the same tree twice.
-func SweepCgroups() (removed, killed int, err error) {
-	return SweepCgroupsEach(nil)
-}
-
 // SweptCgroup is one cgroup a sweep removed: its directory, the pid of
 // the dead worker process that made it (from its name), and how many
 // processes it still held, killed with it.
@@ -412,10 +396,21 @@ type SweptCgroup struct {
 // sweepMu makes the cgroup sweeps of this process take turns.
 var sweepMu sync.Mutex
 
-// SweepCgroupsEach is SweepCgroups, telling each (when not nil) of every
-// cgroup it removed, as it goes, so that a worker can name whose tree
-// it killed.
-func SweepCgroupsEach(each func(SweptCgroup)) (removed, killed int, err error) {
+// SweepCgroups kills and removes the cgroups that worker processes of
+// this host made for their commands and left behind when they died: the
+// directories named logbook-cmd-<pid>-<n> beside this process's own
+// cgroup (v2, and v1 pids and memory) whose <pid> no longer runs. A
+// worker killed between a command's start and its record of the cgroup
+// (command.running) leaves a tree nobody else can find, and any killed
+// worker leaves its empty cgroups; a worker sweeps once when it starts
+// and whenever it finds a dead worker. A cgroup whose pid runs again
+// (recycled) is left alone. It returns how many cgroups it removed and
+// how many processes they still held, and the first error met (the sweep
+// goes on past it), and tells each (when not nil) of every cgroup it
+// removed, as it goes, so that a worker can name whose tree it killed.
+// The sweeps of one process take turns, so that two workers of one
+// serve never kill and count the same tree twice.
+func SweepCgroups(each func(SweptCgroup)) (removed, killed int, err error) {
 	sweepMu.Lock()
 	defer sweepMu.Unlock()
 	self := selfCgroups()

@@ -34,7 +34,7 @@ func TestHelperSweepCgroups(t *testing.T) {
 	}
 	start := time.Now()
 	if os.Getenv(helperSweep) != "after stdin" {
-		removed, killed, err := SweepCgroups()
+		removed, killed, err := SweepCgroups(nil)
 		fmt.Printf("swept in %d ms: removed %d, killed %d, err %v\n", time.Since(start).Milliseconds(), removed, killed, err)
 		os.Exit(0)
 	}
@@ -47,7 +47,7 @@ func TestHelperSweepCgroups(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			r, k, err := SweepCgroupsEach(func(c SweptCgroup) {
+			r, k, err := SweepCgroups(func(c SweptCgroup) {
 				mu.Lock()
 				swept = append(swept, c)
 				mu.Unlock()
@@ -148,7 +148,7 @@ func TestSweepCgroups_OtherUsersLeftAlone(t *testing.T) {
 			t.Errorf("root's cgroup %s after lbtest's sweep: %v", dir, err)
 		}
 	}
-	if removed, _, err := SweepCgroups(); err != nil || removed < left {
+	if removed, _, err := SweepCgroups(nil); err != nil || removed < left {
 		t.Errorf("root's sweep: removed %d, %v; want at least %d", removed, err, left)
 	}
 	for _, dir := range dirs {

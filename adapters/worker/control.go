@@ -509,7 +509,7 @@ func (w *Worker) storedOutput(ctx context.Context, id string) int64 {
 // this host, run by the same user or by root, left them as well; each
 // cgroup that still held processes is named with the dead worker's pid.
 func (w *Worker) sweepCgroups() {
-	_, _, err := sandbox.SweepCgroupsEach(func(c sandbox.SweptCgroup) {
+	_, _, err := sandbox.SweepCgroups(func(c sandbox.SweptCgroup) {
 		if c.Processes > 0 {
 			w.log.Warn("killed what a dead worker left", "worker_pid", c.Owner, "cgroup", c.Path, "processes", c.Processes)
 		}
