@@ -18,17 +18,7 @@ import (
 func TestStartEmbedded_DamagedStreamMetadataNamed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Open(t.Context(), s.Conn(), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustAppend(t, l, decision(events.NewRegistry(), session("meta"), 0, 1, 1))
-	l.Close()
-	s.Shutdown()
+	storeStopped(t, dir, "meta")
 	meta := filepath.Join(dir, "jetstream", server.DEFAULT_GLOBAL_ACCOUNT, "streams", StreamName, "meta.inf")
 	b, err := os.ReadFile(meta)
 	if err != nil {
@@ -61,19 +51,11 @@ func TestStartEmbedded_CreationCutIsMadeAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: dir})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := Open(t.Context(), s.Conn(), Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			name := ""
 			if tc.append {
-				mustAppend(t, l, decision(events.NewRegistry(), session("cut"), 0, 1, 1))
+				name = "cut"
 			}
-			l.Close()
-			s.Shutdown()
+			storeStopped(t, dir, name)
 			sum := filepath.Join(dir, "jetstream", server.DEFAULT_GLOBAL_ACCOUNT, "streams", StreamName, "meta.sum")
 			if err := os.Remove(sum); err != nil {
 				t.Fatal(err)
@@ -109,4 +91,24 @@ func TestStartEmbedded_CreationCutIsMadeAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storeStopped makes the log's store in dir on an embedded server, with
+// one decision of session name appended (none for ""), and stops the
+// server.
+func storeStopped(t *testing.T, dir, name string) {
+	t.Helper()
+	s, err := StartEmbedded(t.Context(), EmbeddedConfig{StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(t.Context(), s.Conn(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name != "" {
+		mustAppend(t, l, decision(events.NewRegistry(), session(name), 0, 1, 1))
+	}
+	l.Close()
+	s.Shutdown()
 }
