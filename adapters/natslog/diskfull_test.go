@@ -208,10 +208,21 @@ func startedNearlyFull(t *testing.T, grow bool) {
 	if grow {
 		target = 5 * before
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	freed := time.Now()
+	deadline := freed.Add(30 * time.Second)
+	var errs []string // each failed append since, with when
 	for count < target {
 		if err := appendN(100); err != nil {
+			errs = append(errs, fmt.Sprintf("%v: %v", time.Since(freed).Round(time.Millisecond), err))
 			if time.Now().After(deadline) {
+				for i, e := range errs {
+					if i < 10 || i >= len(errs)-10 {
+						t.Logf("failed append %d of %d: %s", i+1, len(errs), e)
+					}
+				}
+				if last, lerr := l.LastSeq(t.Context()); lerr == nil {
+					t.Logf("the stream's last sequence %d, the aggregate's version read %d, JetStream restarts %d", last, aggVersion(t, l, agg), s.restarts.Load()/2)
+				}
 				if v, verr := s.ns.Varz(nil); verr == nil && v.JetStream.Stats != nil && v.JetStream.Config != nil {
 					t.Logf("JetStream store: %d bytes used of %d", v.JetStream.Stats.Store, v.JetStream.Config.MaxStore)
 				}
