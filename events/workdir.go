@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"path"
 	"strings"
 )
@@ -15,4 +16,22 @@ func WorkDir(cwd string) string {
 		return ""
 	}
 	return cwd
+}
+
+// WorkDirRefused begins the Problems entry of an observation whose
+// reported working directory WorkDir takes for none (WorkDirProblem).
+const WorkDirRefused = "cwd names no directory"
+
+// WorkDirProblem returns the Problems entry an observation carries when
+// cwd, the working directory its agent or hook reported, is given but
+// names no directory (WorkDir returns ""), e.g. `cwd names no directory
+// ("src\x00x": not an absolute path, or it holds a NUL byte): the
+// session's directory is not taken from it`; "" when cwd is empty or
+// names a directory. Parsers add it, so that the record says why a
+// session's directory stayed unset or unchanged.
+func WorkDirProblem(cwd string) string {
+	if cwd == "" || WorkDir(cwd) != "" {
+		return ""
+	}
+	return fmt.Sprintf("%s (%q: not an absolute path, or it holds a NUL byte): the session's directory is not taken from it", WorkDirRefused, cwd)
 }

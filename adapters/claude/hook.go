@@ -194,6 +194,9 @@ func parseHook(b []byte) (events.Observation, error) {
 		sum := sha256.Sum256(b)
 		o.Key = "hook:" + event + ":sha256:" + hex.EncodeToString(sum[:])
 	}
+	if p := events.WorkDirProblem(o.Meta.Cwd); p != "" {
+		probs = append(probs, p)
+	}
 	o.Problems = probs
 	if c, ok := t.quiet().obj(CutMember); ok {
 		size, _ := strconv.ParseInt(c.number("size"), 10, 64)

@@ -187,6 +187,9 @@ func (p *Parser) Line(path string, n int, b []byte) (events.Observation, error) 
 		o.Meta.SessionID = ""
 	}
 	o.Signals = sigs
+	if p := events.WorkDirProblem(o.Meta.Cwd); p != "" {
+		probs = append(probs, p)
+	}
 	o.Problems = probs
 	if err := SecretID(p.red, o); err != nil {
 		// Recorded as an invalid line: no ids, no signals.

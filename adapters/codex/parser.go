@@ -320,6 +320,9 @@ func (p *Parser) envelope(st *FileState, t object, o *events.Observation, n int)
 		st.turn(pl.quiet().str("turn_id"), o.AgentTime)
 		st.Tier = serviceTier(pl.quiet().str("service_tier"))
 		o.Meta.Cwd = pl.str("cwd")
+		if p := events.WorkDirProblem(o.Meta.Cwd); p != "" {
+			o.Problems = append(o.Problems, p)
+		}
 		o.Meta.Model = pl.str("model")
 		if o.Meta.Model != "" {
 			st.Model = o.Meta.Model
@@ -450,6 +453,9 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 		o.Meta.Depth = depth
 	}
 	o.Meta.Cwd = pl.str("cwd")
+	if p := events.WorkDirProblem(o.Meta.Cwd); p != "" {
+		o.Problems = append(o.Problems, p)
+	}
 	o.Meta.Version = pl.str("cli_version")
 	if g, ok := pl.obj("git"); ok {
 		o.Meta.GitBranch = g.str("branch")
@@ -924,6 +930,9 @@ func parseNotify(b []byte) (events.Observation, error) {
 		return o, &NotifyError{Field: "thread-id", Err: err}
 	}
 	o.Meta.Cwd = t.str("cwd")
+	if p := events.WorkDirProblem(o.Meta.Cwd); p != "" {
+		probs = append(probs, p)
+	}
 	turn := t.str("turn-id")
 	o.Key = "notify:" + typ + ":" + turn
 	if turn == "" {

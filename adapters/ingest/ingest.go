@@ -838,8 +838,11 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%v (recorded without signals)", err))
 		}
 		for _, p := range o.Problems {
-			if strings.HasPrefix(p, UsageRefused) {
+			switch {
+			case strings.HasPrefix(p, UsageRefused):
 				res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s (the line is recorded; its usage counts nothing)", path, l.N, p))
+			case strings.HasPrefix(p, events.WorkDirRefused):
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: %s (the line is recorded)", path, l.N, p))
 			}
 		}
 		if o.UUID != "" {
