@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -78,14 +79,60 @@ func guard(dir string, errp *error) {
 
 // recovered returns r, a value recovered from a panic, as a
 // *CorruptError of the store in dir when it is Pebble's report of
-// on-disk corruption; any other value it panics with again.
+// on-disk corruption, and as a *DiskError when it is a fatal error
+// Pebble met writing to the disk under dir (no space left, a read-only
+// file system, an I/O error); any other value it panics with again.
 func recovered(dir string, r any) error {
 	e, ok := r.(error)
-	if !ok || !pebble.IsCorruptionError(e) {
+	if !ok {
+		panic(r)
+	}
+	if fe, ok := errors.AsType[*fatalError](e); ok && diskFault(fe) {
+		return &DiskError{Dir: dir, Err: fe}
+	}
+	if !pebble.IsCorruptionError(e) {
 		panic(r)
 	}
 	return corruption(dir, e)
 }
+
+// diskFault reports whether err is the disk's refusal of a write: no
+// space left, a quota, a read-only file system, an I/O error.
+func diskFault(err error) bool {
+	for _, no := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO} {
+		if errors.Is(err, no) {
+			return true
+		}
+	}
+	return false
+}
+
+// DiskError reports a write of the store the disk under it refused
+// (Pebble treats it as fatal: the store it was writing is unusable and
+// must be opened again once the disk takes writes). It wraps Pebble's
+// report, and through it the system's error (syscall.ENOSPC, …).
+type DiskError struct {
+	Dir string // the store's directory
+	Err error  // Pebble's report
+}
+
+// Error names the directory, Pebble's report and the fix, e.g.
+// `projections in /d/views could not be written: pebble: MANIFEST flush
+// failed: write /d/views/MANIFEST-000001: no space left on device (free
+// space there and run the command again)`.
+func (e *DiskError) Error() string {
+	fix := "free space there and run the command again"
+	switch {
+	case errors.Is(e.Err, syscall.EROFS):
+		fix = "remount it read-write and run the command again"
+	case errors.Is(e.Err, syscall.EIO):
+		fix = "the disk reports I/O errors: check it, then run the command again"
+	}
+	return fmt.Sprintf("projections in %s could not be written: %v (%s)", e.Dir, e.Err, fix)
+}
+
+// Unwrap returns Pebble's report.
+func (e *DiskError) Unwrap() error { return e.Err }
 
 // noCorruptionPanic is the store's Pebble event listener: Pebble reports
 // corruption to DataCorruption and then returns it as an error, but its

@@ -742,14 +742,32 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// quietLogger discards Pebble's messages and panics on fatal ones.
+// quietLogger discards Pebble's messages and panics on fatal ones, with
+// a *fatalError (see guard).
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any)  {}
 func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
+	fe := &fatalError{msg: fmt.Sprintf("pebble: "+format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			fe.errs = append(fe.errs, err)
+		}
+	}
+	panic(fe)
 }
+
+// fatalError is what Pebble reported through its logger's Fatalf, e.g.
+// "pebble: MANIFEST flush failed: write /d/views/MANIFEST-000001: no
+// space left on device", wrapping the errors among its arguments.
+type fatalError struct {
+	msg  string
+	errs []error
+}
+
+func (e *fatalError) Error() string   { return e.msg }
+func (e *fatalError) Unwrap() []error { return e.errs }
 
 // exists reports whether name exists in fsys.
 func exists(fsys vfs.FS, name string) (bool, error) {
