@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/logbook-dev/logbook/adapters/datadir"
+	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -58,9 +59,27 @@ func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 		fsys = vfs.Default
 	}
 	_, lerr := fsys.Stat(dd.Path("views"))
+	if v.FS == nil {
+		// Opening the store writes (a new MANIFEST, its options), and
+		// catching it up writes more: on a disk with no room Pebble
+		// fails for good, from goroutines of its own, or tries a flush
+		// again and again. serve holds its writes (v.FS); a command
+		// without serve stops here, saying why. (A read-only file
+		// system fails the open itself, said below.)
+		where := dd.Path("views")
+		if lerr != nil {
+			where = dd.Path("")
+		}
+		if why := diskfull.Probe(where, false); why != "" && why != diskfull.ReadOnly {
+			return nil, fmt.Errorf("projections in %s cannot be opened: the disk there takes no writes (%s); %s and run the command again", dd.Path("views"), why, diskfull.Remedy(why))
+		}
+	}
 	store, err := projections.Open(dd.Path("views"), projections.Options{CacheSize: v.CacheSize, FS: v.FS})
 	if errors.Is(err, projections.ErrCorrupt) {
 		return nil, err // names the file and the fix
+	}
+	if _, ok := errors.AsType[*projections.DiskError](err); ok {
+		return nil, err // names the directory, the disk's refusal and the fix
 	}
 	if err != nil && lerr != nil {
 		// Nothing was there to remove: the folder could not be made.

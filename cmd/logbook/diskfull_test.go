@@ -780,3 +780,36 @@ func TestDiskHeldHookSaysWhy(t *testing.T) {
 	}
 	waitFor(t, time.Minute, "the spool delivered once space is freed", func() bool { return len(s.spooled()) == 0 })
 }
+
+// Read commands without serve on a data dir whose disk is full, with
+// no projections yet and with projections made before: each fails at
+// once, exit 1, naming the folder, the disk and the fix, never with
+// Pebble's panic (it fails for good writing its MANIFEST, from
+// goroutines of its own) or a flush tried again and again; freed, they
+// answer again.
+func TestDiskFullReadsWithoutServe(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	mountTmpfs(t, root, 32<<20)
+	data := filepath.Join(root, "data")
+	cli(t, data, "import", "claude", "../../testdata/claude/projects")
+	for _, made := range []bool{false, true} {
+		if made {
+			cli(t, data, "sessions")
+		}
+		filler := fillDisk(t, root)
+		for _, args := range [][]string{{"sessions"}, {"commands"}, {"replay", "--verify"}} {
+			_, errOut, code := cliExit(t, data, args...)
+			want := "projections in " + filepath.Join(data, "views") + " cannot be opened: the disk there takes no writes (0 bytes free); free space there and run the command again"
+			if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "panic") || strings.Contains(errOut, "goroutine") {
+				t.Errorf("%s on a full disk (projections made before: %v): exit %d, want 1 and %q:\n%.2000s", args, made, code, want, errOut)
+			}
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		if _, errOut, code := cliExit(t, data, "sessions"); code != 0 {
+			t.Errorf("sessions once the disk is freed (made before: %v): exit %d:\n%s", made, code, errOut)
+		}
+	}
+}
