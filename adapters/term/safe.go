@@ -280,11 +280,17 @@ func Field(s string) string { return replay.Escape(s) }
 // maxBlanks is the longest run of blanks Blanks leaves as it is.
 const maxBlanks = 8
 
+// newlineMark is how Blanks shows a newline.
+const newlineMark = "[newline]"
+
 // Blanks returns s, a command shown to a person for approval, with every
 // run of more than maxBlanks blank characters (spaces, tabs and the other
 // Unicode spaces) replaced by a mark saying how many there were, such as
 // "[300 spaces]": a long run cannot push the rest of the command past
-// the end of a terminal line, out of sight.
+// the end of a terminal line, out of sight. Each newline is shown as the
+// mark "[newline]": Field would show it as \n, as it shows a command
+// that holds a backslash and an n, so `echo safe` and a second command
+// on the next line could pass for one echo.
 func Blanks(s string) string {
 	var b strings.Builder
 	run, n := 0, 0 // where the current run of blanks starts, and its length
@@ -297,7 +303,14 @@ func Blanks(s string) string {
 		n = 0
 	}
 	for i, r := range s {
-		if unicode.IsSpace(r) && r != '\n' {
+		if r == '\n' {
+			if n > 0 {
+				flush(i)
+			}
+			b.WriteString(newlineMark)
+			continue
+		}
+		if unicode.IsSpace(r) {
 			if n == 0 {
 				run = i
 			}

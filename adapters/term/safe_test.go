@@ -133,3 +133,19 @@ func TestFlushed_FailsOnce(t *testing.T) {
 		}
 	}
 }
+
+// A command of two lines and one that holds a backslash and an n show
+// differently for approval: the newline as a mark, the backslash as it
+// is.
+func TestBlanks_Newline(t *testing.T) {
+	real, typed := "echo safe\ncat ~/x", `echo safe\ncat ~/x`
+	if got, want := Field(Blanks(real)), "echo safe[newline]cat ~/x"; got != want {
+		t.Errorf("two lines shown %q, want %q", got, want)
+	}
+	if got := Field(Blanks(typed)); got != typed {
+		t.Errorf("one line with a backslash shown %q, want it as it is", got)
+	}
+	if got, want := Blanks("a  \n\n"+strings.Repeat(" ", 20)+"b"), "a  [newline][newline][20 spaces]b"; got != want {
+		t.Errorf("blanks around newlines shown %q, want %q", got, want)
+	}
+}
