@@ -91,7 +91,7 @@ var defaultReporter = sync.OnceValue(func() (d struct {
 			}
 		}
 		d.path = self
-		d.err = fmt.Errorf("sandbox: reporter: %w: restricted commands run under %s instead, which starts slower (go install ./cmd/%s from Logbook's clone puts it beside %s)",
+		d.err = fmt.Errorf("sandbox: reporter: %w: restricted commands run under %s instead, which starts slower (go install ./cmd/%s from Logbook's clone puts it beside an installed %s, and on PATH once $(go env GOPATH)/bin is there, where a serve started with go run finds it; then start serve again)",
 			err, self, ReporterName, filepath.Base(self))
 	}
 	return d

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,6 +160,11 @@ func TestFindReporter(t *testing.T) {
 	if _, serr := os.Stat(beside); serr == nil {
 		if p != beside || err != nil {
 			t.Errorf(`FindReporter("") = %q, %v; want %s`, p, err, beside)
+		}
+	} else if onPath, lerr := exec.LookPath(ReporterName); lerr == nil {
+		// Installed where a serve started with go run finds it.
+		if abs, _ := filepath.Abs(onPath); p != abs || err != nil {
+			t.Errorf(`FindReporter("") = %q, %v; want %s, on PATH`, p, err, abs)
 		}
 	} else if p != self || err == nil || !strings.Contains(err.Error(), "go install ./cmd/logbook-reporter") {
 		t.Errorf(`FindReporter("") = %q, %v; want %s and an error saying how to install logbook-reporter`, p, err, self)
