@@ -23,6 +23,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/adapters/term"
@@ -128,7 +129,11 @@ func (r Recorder) Record(ctx context.Context, name string, payload []byte, prepa
 	// Under the id already sent, so a server that took it after all sees
 	// the spooled copy as the same observation.
 	if perr := sp.PutAs(id, prepared, agent); perr != nil {
-		return fmt.Errorf("%s: spool: %w", name, perr)
+		why := ""
+		if err != nil {
+			why = fmt.Sprintf("serve did not take it (%v), and ", RedactErr(r.redactor(), err))
+		}
+		return fmt.Errorf("%s: the payload is not recorded: %sthe spool could not keep it: %w%s", name, why, perr, hookspool.Fix(perr))
 	}
 	if err != nil {
 		// The payload is safe in the spool; the server delivers it later.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -803,6 +804,21 @@ func TestDiskFullReadsWithoutServe(t *testing.T) {
 			want := "projections in " + filepath.Join(data, "views") + " cannot be opened: the disk there takes no writes (0 bytes free); free space there and run the command again"
 			if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "panic") || strings.Contains(errOut, "goroutine") {
 				t.Errorf("%s on a full disk (projections made before: %v): exit %d, want 1 and %q:\n%.2000s", args, made, code, want, errOut)
+			}
+		}
+		if !made {
+			// A hook with no serve to take its payload and no room in
+			// the spool: not recorded, and it says so and what to do.
+			bin := soakBuild(t)
+			for _, hook := range [][]string{{bin, "--data", data, "hook", "claude"}, {hookBuild(t, bin), "--data", data, "claude"}} {
+				c := exec.Command(hook[0], hook[1:]...)
+				c.Stdin = strings.NewReader(`{"session_id":"full1","hook_event_name":"UserPromptSubmit","prompt":"hi","cwd":"/tmp"}`)
+				c.Env = append(os.Environ(), "LOGBOOK_HTTP=off")
+				out, err := c.CombinedOutput()
+				if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 ||
+					!strings.Contains(string(out), "the payload is not recorded") || !strings.Contains(string(out), "no space left on device; free space on that disk") {
+					t.Errorf("%s on a full disk: %v, want exit 1 saying the payload is not recorded and to free space:\n%s", filepath.Base(hook[0]), err, out)
+				}
 			}
 		}
 		if err := os.Remove(filler); err != nil {

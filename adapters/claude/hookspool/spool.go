@@ -742,3 +742,17 @@ func (s *Spool) SweepRejected(now time.Time, age time.Duration) (int, error) {
 	}
 	return n, nil
 }
+
+// Fix returns what a person does about err, a spool's refusal to keep a
+// payload (Spool.PutAs), as a clause that closes the message saying so:
+// "; free space on that disk" for a full disk or a quota, "; remount it
+// read-write" for a read-only file system, "" otherwise.
+func Fix(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "; free space on that disk"
+	case errors.Is(err, syscall.EROFS):
+		return "; remount it read-write"
+	}
+	return ""
+}
