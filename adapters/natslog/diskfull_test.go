@@ -39,14 +39,15 @@ func TestDiskFullStoreRecovers(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 			reg := events.NewRegistry()
 			agg := session("full")
-			var ver uint64
+			var seq, ver uint64 // the aggregate's last event: its stream sequence, its version
 			acked := map[string]bool{}
 			appendN := func(n int) error {
-				b := decision(reg, agg, ver, ver+1, n)
-				if _, err := l.Append(t.Context(), b); err != nil {
+				b := decision(reg, agg, seq, ver+1, n)
+				app, err := l.Append(t.Context(), b)
+				if err != nil {
 					return err
 				}
-				ver += uint64(n)
+				seq, ver = app.Last, ver+uint64(n)
 				for _, e := range b.Events {
 					acked[e.ID.String()] = true
 				}
@@ -82,8 +83,9 @@ func TestDiskFullStoreRecovers(t *testing.T) {
 			for i := range 30 {
 				if err := appendN(1 + i%3); err != nil {
 					// An outcome unknown may be stored: learn the
-					// version from the log before the next decision.
-					ver = aggVersion(t, l, agg)
+					// aggregate's last event from the log before the
+					// next decision.
+					seq, ver = aggLast(t, l, agg)
 					failed++
 				}
 			}
@@ -100,7 +102,7 @@ func TestDiskFullStoreRecovers(t *testing.T) {
 						t.Fatalf("appends do not go on after the disk was freed: %v", err)
 					}
 					if errors.Is(err, events.ErrConflict) || errors.Is(err, ErrUnknownOutcome) {
-						ver = aggVersion(t, l, agg)
+						seq, ver = aggLast(t, l, agg)
 					}
 					time.Sleep(100 * time.Millisecond)
 					continue
@@ -113,19 +115,23 @@ func TestDiskFullStoreRecovers(t *testing.T) {
 	}
 }
 
-// aggVersion reads the log for agg's last version.
-func aggVersion(t *testing.T, l *Log, agg events.Aggregate) uint64 {
+// aggLast reads the log for agg's last event: its stream sequence, which
+// the next decision expects, and its version. The two part after a write
+// error: JetStream, recovering from its files a stream whose last
+// messages never reached the disk, keeps the last sequence it had handed
+// out (nats-server 2.15 filestore.go newFileStoreWithCreatedAndMode, "prior
+// state"), and the next event is stored after a gap.
+func aggLast(t *testing.T, l *Log, agg events.Aggregate) (seq, ver uint64) {
 	t.Helper()
-	var v uint64
 	for r, err := range l.Read(t.Context(), 1) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.Agg == agg {
-			v = r.Ver
+			seq, ver = r.Seq, r.Ver
 		}
 	}
-	return v
+	return seq, ver
 }
 
 // A server started on a nearly full disk: the log fills the rest, and
@@ -168,15 +174,16 @@ func startedNearlyFull(t *testing.T, grow bool) {
 	t.Cleanup(func() { l.Close() })
 	reg := events.NewRegistry()
 	agg := session("nearly-full")
-	var ver uint64
+	var seq, ver uint64 // the aggregate's last event: its stream sequence, its version
 	acked := map[string]bool{}
 	var count int
 	appendN := func(n int) error {
-		b := decision(reg, agg, ver, ver+1, n)
-		if _, err := l.Append(t.Context(), b); err != nil {
+		b := decision(reg, agg, seq, ver+1, n)
+		app, err := l.Append(t.Context(), b)
+		if err != nil {
 			return err
 		}
-		ver += uint64(n)
+		seq, ver = app.Last, ver+uint64(n)
 		for _, e := range b.Events {
 			acked[e.ID.String()] = true
 		}
@@ -187,7 +194,7 @@ func startedNearlyFull(t *testing.T, grow bool) {
 	for range 2000 {
 		if err := appendN(100); err != nil {
 			full = true
-			ver = aggVersion(t, l, agg)
+			seq, ver = aggLast(t, l, agg)
 			break
 		}
 	}
@@ -221,14 +228,15 @@ func startedNearlyFull(t *testing.T, grow bool) {
 					}
 				}
 				if last, lerr := l.LastSeq(t.Context()); lerr == nil {
-					t.Logf("the stream's last sequence %d, the aggregate's version read %d, JetStream restarts %d", last, aggVersion(t, l, agg), s.restarts.Load()/2)
+					aseq, aver := aggLast(t, l, agg)
+					t.Logf("the stream's last sequence %d, the aggregate's last event read at sequence %d, version %d, JetStream restarts %d", last, aseq, aver, s.restarts.Load()/2)
 				}
 				if v, verr := s.ns.Varz(nil); verr == nil && v.JetStream.Stats != nil && v.JetStream.Config != nil {
 					t.Logf("JetStream store: %d bytes used of %d", v.JetStream.Stats.Store, v.JetStream.Config.MaxStore)
 				}
 				t.Fatalf("appends do not go on after the disk was freed (%d events acknowledged before, %d since): %v", before, count-before, err)
 			}
-			ver = aggVersion(t, l, agg)
+			seq, ver = aggLast(t, l, agg)
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
