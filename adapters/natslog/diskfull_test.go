@@ -134,6 +134,66 @@ func aggLast(t *testing.T, l *Log, agg events.Aggregate) (seq, ver uint64) {
 	return seq, ver
 }
 
+// A store whose last record never reached the disk (a write error, a
+// crash) recovers with the last sequence it had handed out: the
+// aggregate's next event is stored after a gap, its version one past
+// the last event read and its sequence two past. The next decision
+// expects the last event's sequence, as Load and Read return it, and
+// goes on; one that expected its version (which equals the sequence
+// until then) would be a conflict for good. The tail is cut from the
+// block file of a server shut down, as the failed write left it.
+func TestAppendAfterLostTail(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "js")
+	s := startServer(t, dir)
+	l := openLog(t, s)
+	reg := events.NewRegistry()
+	agg := session("lost-tail")
+	appendAt := func(seq, ver uint64) events.Appended {
+		t.Helper()
+		return mustAppend(t, l, decision(reg, agg, seq, ver+1, 1))
+	}
+	for v := range uint64(10) {
+		appendAt(v, v)
+	}
+	l.Close()
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	blks, err := filepath.Glob(filepath.Join(dir, "jetstream", "*", "streams", StreamName, "msgs", "*.blk"))
+	if err != nil || len(blks) != 1 {
+		t.Fatalf("block files %v: %v", blks, err)
+	}
+	fi, err := os.Stat(blks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last record's checksum: recovery drops the torn record.
+	if err := os.Truncate(blks[0], fi.Size()-4); err != nil {
+		t.Fatal(err)
+	}
+	s = startServer(t, dir)
+	l = openLog(t, s)
+	seq, ver := aggLast(t, l, agg)
+	if seq != 9 || ver != 9 {
+		t.Fatalf("after the lost tail the aggregate's last event is at sequence %d, version %d; want 9, 9", seq, ver)
+	}
+	if last := lastSeq(t, l); last != 10 {
+		t.Fatalf("the stream's last sequence %d after the lost tail, want 10 (JetStream keeps it)", last)
+	}
+	app := appendAt(seq, ver)
+	if app.Last != 11 {
+		t.Fatalf("the event after the lost tail stored at sequence %d, want 11", app.Last)
+	}
+	if seq, ver = aggLast(t, l, agg); seq != 11 || ver != 10 {
+		t.Fatalf("the aggregate's last event at sequence %d, version %d; want 11, 10", seq, ver)
+	}
+	// Expecting the version, as if it were the sequence, is a conflict.
+	if _, err := l.Append(t.Context(), decision(reg, agg, ver, ver+1, 1)); !errors.Is(err, events.ErrConflict) {
+		t.Fatalf("append expecting the version %d: %v, want a conflict", ver, err)
+	}
+	appendAt(seq, ver)
+}
+
 // A server started on a nearly full disk: the log fills the rest, and
 // once space is freed, or the file system grown, it takes appends again,
 // past what was free when it started, without a restart of the process. JetStream would otherwise
