@@ -30,6 +30,12 @@ func TestErrors_NoGoInternalText(t *testing.T) {
 		{"GET", "/v1/sessions/nosuch", "", 404, `session nosuch: not found`},
 		{"GET", "/v1/sessions/%FF%FE", "", 400, `session id is not valid: it holds a byte that is not printable ASCII at offset 0`},
 		{"GET", "/v1/sessions/%FF%FE/audit", "", 400, `session id is not valid`},
+		// A query parameter the endpoint does not take is refused, not
+		// ignored: "from" is the command line's name for "after".
+		{"GET", "/v1/events?from=90", "", 400, `unknown query parameter \"from\": /v1/events takes after, limit`},
+		{"GET", "/v1/sessions?phase=working&bogus=1", "", 400, `unknown query parameter \"bogus\": /v1/sessions takes phase, stale`},
+		{"GET", "/v1/status?x=1", "", 400, `unknown query parameter \"x\": /v1/status takes no query parameter`},
+		{"GET", "/v1/usage?explain=true&check=true&by=model", "", 200, `"by"`},
 	} {
 		req, _ := http.NewRequest(tt.method, e.http.URL+tt.path, strings.NewReader(tt.body))
 		req.Header.Set("Content-Type", "application/json")

@@ -201,7 +201,7 @@ func methodNotAllowed(allowed []string) http.HandlerFunc {
 
 func (s *Server) handle(method, path string, h http.HandlerFunc) {
 	s.routes = append(s.routes, route{method, path})
-	s.mux.HandleFunc(method+" "+path, s.guard(method == "POST", h))
+	s.mux.HandleFunc(method+" "+path, s.guard(method == "POST", s.knownQuery(method+" "+path, h)))
 }
 
 // Run follows the log for the live stream and the metrics until ctx is
