@@ -129,11 +129,11 @@ func (r Recorder) Record(ctx context.Context, name string, payload []byte, prepa
 	// Under the id already sent, so a server that took it after all sees
 	// the spooled copy as the same observation.
 	if perr := sp.PutAs(id, prepared, agent); perr != nil {
-		why := ""
+		var served error
 		if err != nil {
-			why = fmt.Sprintf("serve did not take it (%v), and ", RedactErr(r.redactor(), err))
+			served = RedactErr(r.redactor(), err)
 		}
-		return fmt.Errorf("%s: the payload is not recorded: %sthe spool could not keep it: %w%s", name, why, perr, hookspool.Fix(perr))
+		return fmt.Errorf("%s: %w", name, hookspool.NotRecorded(served, perr))
 	}
 	if err != nil {
 		// The payload is safe in the spool; the server delivers it later.

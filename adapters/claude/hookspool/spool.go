@@ -743,11 +743,24 @@ func (s *Spool) SweepRejected(now time.Time, age time.Duration) (int, error) {
 	return n, nil
 }
 
-// Fix returns what a person does about err, a spool's refusal to keep a
-// payload (Spool.PutAs), as a clause that closes the message saying so:
-// "; free space on that disk" for a full disk or a quota, "; remount it
-// read-write" for a read-only file system, "" otherwise.
-func Fix(err error) string {
+// NotRecorded is the error of a hook whose payload serve did not take
+// (served: why; nil when serve was not asked) and the spool could not
+// keep (perr, from PutAs), e.g. "the payload is not recorded: serve did
+// not take it (…), and the spool could not keep it: write …: no space
+// left on device; free space on that disk". It wraps perr.
+func NotRecorded(served, perr error) error {
+	why := ""
+	if served != nil {
+		why = fmt.Sprintf("serve did not take it (%v), and ", served)
+	}
+	return fmt.Errorf("the payload is not recorded: %sthe spool could not keep it: %w%s", why, perr, fix(perr))
+}
+
+// fix returns what a person does about err, a spool's refusal to keep a
+// payload, as a clause that closes NotRecorded's message: "; free space
+// on that disk" for a full disk or a quota, "; remount it read-write"
+// for a read-only file system, "" otherwise.
+func fix(err error) string {
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return "; free space on that disk"

@@ -251,11 +251,7 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 		}
 	}
 	if perr := sp.PutAs(id, prepared, agent); perr != nil {
-		why := ""
-		if err != nil {
-			why = fmt.Sprintf("serve did not take it (%v), and ", err)
-		}
-		fmt.Fprintf(stderr, "logbook-hook: the payload is not recorded: %sthe spool could not keep it: %v%s\n", why, perr, hookspool.Fix(perr))
+		fmt.Fprintf(stderr, "logbook-hook: %v\n", hookspool.NotRecorded(err, perr))
 		return 1
 	}
 	if err != nil {
