@@ -67,6 +67,10 @@ type ClientConfig struct {
 	// rather than one of the watch's own (see WatchHub); shared by the
 	// Clients of a long-lived process. Not owned.
 	Hub *WatchHub
+	// Handoff, when set, is given each request Request appends for a
+	// new command id, once its append is acknowledged, so that a worker
+	// of this process begins taking it at once (see Handoff). Not owned.
+	Handoff *Handoff
 }
 
 // Client asks workers to run, stop and feed commands, and reads what
@@ -196,8 +200,10 @@ func (c *Client) Request(ctx context.Context, id string, req command.Request, ac
 	// A new id has no events: append without reading first, and fall back
 	// to a read only if the id is taken (a retry, or a clash).
 	evs, err := decide(command.Init(agg))
+	fresh := false // appended without a read: a new command
 	if err == nil {
 		_, err = appendAt(ctx, c.cfg.Log, c.cfg.Reg, c.cfg.IDs, c.cfg.Host, c.cfg.Actor, 0, 0, evs)
+		fresh = err == nil
 	}
 	if errors.Is(err, events.ErrConflict) {
 		_, _, err = c.cmds.Execute(ctx, agg, decide)
@@ -218,6 +224,12 @@ func (c *Client) Request(ctx context.Context, id string, req command.Request, ac
 			return evicted, fmt.Errorf("request %s: evict %s: %w", id, ev.Command, err)
 		}
 		evicted = append(evicted, ev.Command)
+	}
+	if fresh {
+		// Once the evictions it decided are on the log: the command is
+		// admitted against the session's active commands as they are
+		// after them.
+		c.cfg.Handoff.offer(id, req.Session)
 	}
 	return evicted, nil
 }

@@ -183,6 +183,11 @@ type Config struct {
 	// command's output takes the rules in force as each piece of it is
 	// stored); nil means redact.Default().
 	Redactor *redact.Redactor
+	// Handoff, when set, passes the worker the requests a Client of
+	// this process appends as their appends are acknowledged (see
+	// Handoff), beside the consumer's delivery; New adds the worker to
+	// it. Not owned.
+	Handoff *Handoff
 }
 
 // Identity names one worker: a worker process on a host, started at a
@@ -242,6 +247,11 @@ type Worker struct {
 	kick     chan struct{} // caughtUp was just set
 	lastBeat atomic.Int64  // unix ns of the last stored heartbeat
 	started  atomic.Bool
+
+	// taker is what the intake lends Config.Handoff while it takes
+	// requests (lend), nil otherwise; under takerMu.
+	takerMu sync.Mutex
+	taker   *taker
 }
 
 // tracked is what the control feed knows of a command that has not ended.
@@ -339,6 +349,9 @@ func New(cfg Config) (*Worker, error) {
 		open:    make(map[string]*tracked),
 		missing: make(map[string]time.Time),
 		kick:    make(chan struct{}, 1),
+	}
+	if cfg.Handoff != nil {
+		cfg.Handoff.add(w)
 	}
 	return w, nil
 }
@@ -595,6 +608,7 @@ func (w *Worker) intake(ctx, procCtx context.Context, begun time.Time) error {
 	w.log.Info("taking command requests", "consumer", DurableName, "after", time.Since(begun).Round(time.Millisecond))
 	var handlers sync.WaitGroup
 	defer handlers.Wait()
+	defer w.lend(ctx, procCtx, &handlers)() // before the Wait: no take begins after it
 	for {
 		select {
 		case w.slots <- struct{}{}:
@@ -640,6 +654,11 @@ func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
 	agg, err := events.ParseSubject(msg.Subject())
 	if err != nil || agg.Kind != events.KindCommand {
 		_ = msg.Term()
+		return false
+	}
+	if w.cfg.Handoff.delivered(ctx, agg.ID) {
+		// Settled by a take the Handoff began: nothing is left to do.
+		_ = msg.Ack()
 		return false
 	}
 	mark(agg.ID, StageDelivered)

@@ -12,6 +12,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/host"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -38,6 +39,9 @@ type backend struct {
 	// (a dozen uses) look at redact.txt once, and a change applies to
 	// the next exec. Nil elsewhere.
 	pinned *redact.Redactor
+	// handoff, in serve, passes the requests its exec socket appends to
+	// its own workers (worker.Handoff); nil elsewhere.
+	handoff *worker.Handoff
 	// views, local only, is the projection host.Open opened and checked
 	// at the start, until openViews takes it; Close closes it otherwise.
 	views *projections.Store

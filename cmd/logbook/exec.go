@@ -484,7 +484,7 @@ func newRequestClient(b *backend, red *redact.Redactor) (*worker.Client, error) 
 // return (worker.ClientConfig.DeleteAfter).
 func newRequestClientAs(b *backend, red *redact.Redactor, actor string, hub *worker.WatchHub) (*worker.Client, error) {
 	host, _ := os.Hostname()
-	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: actor, Redactor: red, DeleteAfter: hub != nil, Hub: hub})
+	return worker.NewClient(worker.ClientConfig{Conn: b.nc, Log: b.log, Reg: b.reg, Host: host, Actor: actor, Redactor: red, DeleteAfter: hub != nil, Hub: hub, Handoff: b.handoff})
 }
 
 // exitOf maps an ended command to exec's exit (worker.ExitStatus).

@@ -72,7 +72,7 @@ func peerActor(uid uint32) string {
 func execAnswer(b *backend, call api.Caller, catchUp func(context.Context) (context.Context, error)) host.ExecRunner {
 	hostname, _ := os.Hostname()
 	hub := worker.NewWatchHub(b.nc)
-	eb := &backend{dd: b.dd, reg: b.reg, nc: b.nc, log: b.log, srv: b.srv, rules: b.rules, remote: true,
+	eb := &backend{dd: b.dd, reg: b.reg, nc: b.nc, log: b.log, srv: b.srv, rules: b.rules, handoff: b.handoff, remote: true,
 		api: api.PrefixFor(hostname, string(b.dd.dir())), local: call}
 	return func(ctx context.Context, req execsock.Request, peer unix.Ucred, stdout, stderr io.Writer) int {
 		xb := *eb // this exec's: redact.txt looked at once, as it is now

@@ -276,6 +276,7 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 		return w, err
 	}
 	svc.Unattested = func() []replay.Unattested { return unattested(b.log, "") }
+	b.handoff = worker.NewHandoff()
 	gs := gateService(b, svc, p.Store, wp.gate, g.stderr)
 	w = host.Wired{Service: svc, Gate: gs,
 		Own: map[string]host.Handler{
@@ -285,7 +286,7 @@ func wireServe(dd dataDir, g *globals, wp workerPool, p host.Parts) (host.Wired,
 		Workers: func(nc *nats.Conn, l *natslog.Log) ([]*worker.Worker, error) {
 			wb := b
 			if nc != b.nc {
-				wb = &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true, rules: b.rules}
+				wb = &backend{dd: b.dd, reg: b.reg, nc: nc, log: l, remote: true, rules: b.rules, handoff: b.handoff}
 			}
 			return newWorkers(wp.n, wb, wp.flags, g.stderr)
 		},

@@ -107,6 +107,7 @@ func newWorkers(n int, b *backend, f workerFlags, logw io.Writer) ([]*worker.Wor
 		Allow:     allow,
 		Logger:    servelog.PartLogger(logw, "worker"),
 		Redactor:  red,
+		Handoff:   b.handoff,
 	})
 }
 
