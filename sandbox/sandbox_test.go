@@ -317,7 +317,7 @@ func TestStart_NotFound(t *testing.T) {
 		}
 		byName := newSpec(t, WorkspaceWrite, false, "lb-hidden-tool")
 		byName.Env = append(slices.DeleteFunc(slices.Clone(byName.Env), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }), "PATH="+dir+":/usr/bin:/bin")
-		if _, err := Start(t.Context(), byName, nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), named+" is, but the boundary hides it") {
+		if _, err := Start(t.Context(), byName, nil); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), strconv.Quote(named)+" is, but the boundary hides it") {
 			t.Errorf("Start(lb-hidden-tool) through PATH in workspace_write = %v, want ErrNotFound naming %s hidden", err, named)
 		}
 		s.Mode = FullAccess

@@ -445,10 +445,10 @@ func lookPath(name string, env []string, dir string, visible func(string) bool) 
 			p = filepath.Join(dir, p)
 		}
 		if err := executable(p); err != nil {
-			return "", fmt.Errorf("%w: no executable file %s", ErrNotFound, p)
+			return "", fmt.Errorf("%w: no executable file %q", ErrNotFound, p)
 		}
 		if !visible(p) {
-			return "", fmt.Errorf("%w: no executable file %s inside the boundary, which hides it", ErrNotFound, p)
+			return "", fmt.Errorf("%w: no executable file %q inside the boundary, which hides it", ErrNotFound, p)
 		}
 		return p, nil
 	}
@@ -475,9 +475,9 @@ func lookPath(name string, env []string, dir string, visible func(string) bool) 
 		}
 	}
 	if hidden != "" {
-		return "", fmt.Errorf("%w: %s is not in PATH %q inside the boundary: %s is, but the boundary hides it", ErrNotFound, name, pathList, hidden)
+		return "", fmt.Errorf("%w: %q is not in PATH %q inside the boundary: %q is, but the boundary hides it", ErrNotFound, name, pathList, hidden)
 	}
-	return "", fmt.Errorf("%w: %s is not in PATH %q", ErrNotFound, name, pathList)
+	return "", fmt.Errorf("%w: %q is not in PATH %q", ErrNotFound, name, pathList)
 }
 
 // executable returns nil if p is a regular file with an execute bit set.
