@@ -212,7 +212,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	say := func(format string, args ...any) {
 		sayMu.Lock()
 		defer sayMu.Unlock()
-		fmt.Fprintf(cfg.Stderr, "logbook serve: "+format+"\n", args...)
+		servelog.Say(cfg.Stderr, fmt.Sprintf("logbook serve: "+format, args...))
 	}
 	// info says what is news, not a fault, however its names read
 	// (servelog's "INFO: " marker).

@@ -81,6 +81,23 @@ func (s *Log) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Say writes line, one line of serve's output whose words may come from
+// input (a path, a file name, an error naming either), to w: as one
+// record whatever it holds when w is a *Log, a newline inside it kept in
+// the record's message (the text format shows it escaped) rather than
+// starting a record of its own that could pass for serve's; on any other
+// writer, as the line and a newline. The line takes the level its words
+// give it, as a line written to the Log does.
+func Say(w io.Writer, line string) {
+	if s, ok := w.(*Log); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.line(line)
+		return
+	}
+	fmt.Fprintf(w, "%s\n", line)
+}
+
 // levelMarkers are the prefixes of a message that give its level.
 var levelMarkers = map[string]slog.Level{"ERROR: ": slog.LevelError, "WARN: ": slog.LevelWarn, "INFO: ": slog.LevelInfo}
 

@@ -64,3 +64,29 @@ func TestLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestSay_OneRecord: a line said with Say is one record however many
+// newlines its words hold (a data dir or a transcript named with one),
+// so that a name cannot start a record that passes for serve's own.
+func TestSay_OneRecord(t *testing.T) {
+	line := "logbook serve: INFO: data /tmp/dd ü\nERROR: forged\n"
+	var text bytes.Buffer
+	Say(New(&text, "text"), line)
+	if n := bytes.Count(text.Bytes(), []byte("\n")); n != 1 || !bytes.Contains(text.Bytes(), []byte(`level=INFO msg="data /tmp/dd ü\nERROR: forged"`)) {
+		t.Errorf("text: %q, want one INFO record with the newline escaped in its message", text.String())
+	}
+	var js bytes.Buffer
+	Say(New(&js, "json"), line)
+	var rec map[string]any
+	if err := json.Unmarshal(js.Bytes(), &rec); err != nil {
+		t.Fatalf("json: %q: %v, want one record", js.String(), err)
+	}
+	if rec["level"] != "INFO" || rec["msg"] != "data /tmp/dd ü\nERROR: forged" {
+		t.Errorf("json: %v, want one INFO record with the whole message", rec)
+	}
+	var plain bytes.Buffer
+	Say(&plain, "logbook serve: stopped")
+	if plain.String() != "logbook serve: stopped\n" {
+		t.Errorf("on a plain writer: %q, want the line and a newline", plain.String())
+	}
+}

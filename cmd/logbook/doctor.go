@@ -66,12 +66,14 @@ when a check fails, 0 otherwise. It changes nothing.`,
 
 // printChecks writes checks as `logbook doctor` prints them: one line
 // each, status, name and what was found, and a line with the fix when
-// there is one.
+// there is one. What a check found and its fix name paths and values
+// from outside (a data dir, an executable's path): each is kept on its
+// line (term.Field), a control character in them shown escaped.
 func printChecks(w io.Writer, checks []doctorCheck) {
 	for _, c := range checks {
-		fmt.Fprintf(w, "%-4s  %-12s %s\n", c.Status, c.Name, c.Detail)
+		fmt.Fprintf(w, "%-4s  %-12s %s\n", c.Status, c.Name, term.Field(c.Detail))
 		if c.Fix != "" {
-			fmt.Fprintf(w, "      %-12s fix: %s\n", "", c.Fix)
+			fmt.Fprintf(w, "      %-12s fix: %s\n", "", term.Field(c.Fix))
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 	"github.com/logbook-dev/logbook/adapters/hookrecord"
+	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
@@ -94,12 +95,12 @@ func policyCmd(g *globals) *cobra.Command {
 // once the projection has caught up.
 func sweepReviews(ctx context.Context, gs *gate.Service, stderr io.Writer) {
 	if err := gs.CaughtUp(ctx); err != nil {
-		fmt.Fprintf(stderr, "logbook serve: open reviews not swept: %v\n", err)
+		servelog.Say(stderr, fmt.Sprintf("logbook serve: open reviews not swept: %v", err))
 		return
 	}
 	n, err := gate.SweepAll(ctx, gs.Gate, gs.Store, "the server stopped while the review was pending; no hook waits for it any more")
 	if err != nil {
-		fmt.Fprintf(stderr, "logbook serve: sweep open reviews: %v\n", err)
+		servelog.Say(stderr, fmt.Sprintf("logbook serve: sweep open reviews: %v", err))
 	}
 	if n > 0 {
 		fmt.Fprintf(stderr, "logbook serve: %s left open by a stopped server decided timed_out or unavailable\n", term.Plural(n, "review"))

@@ -17,6 +17,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/reconcile"
+	"github.com/logbook-dev/logbook/adapters/servelog"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -187,10 +188,10 @@ func (f liveFlags) watcher(svc *api.Service, stderr io.Writer) (func(context.Con
 	}
 	report := func(msg string) {
 		if m, ok := strings.CutPrefix(msg, "INFO: "); ok { // news, not a fault
-			fmt.Fprintf(stderr, "logbook serve: INFO: watch: %s\n", m)
+			servelog.Say(stderr, "logbook serve: INFO: watch: "+m)
 			return
 		}
-		fmt.Fprintf(stderr, "logbook serve: watch: %s\n", msg)
+		servelog.Say(stderr, "logbook serve: watch: "+msg)
 	}
 	return func(ctx context.Context) error { return svc.WatchRoots(ctx, roots, report) }, named, nil
 }
@@ -243,7 +244,7 @@ func (f liveFlags) reconciler(b *backend, svc *api.Service, stderr io.Writer) *r
 	return reconcile.New(reconcile.Config{
 		Service: svc, AbandonAfter: f.abandonAfter, Interval: f.reconcileEvery,
 		Host: host, Boot: claude.BootID(), Checks: checks,
-		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: reconciler: %s\n", msg) },
+		Report: func(msg string) { servelog.Say(stderr, "logbook serve: reconciler: "+msg) },
 		Marked: func(n int) { fmt.Fprintf(stderr, "logbook serve: reconciler marked %s\n", plural(n, "session")) },
 		Ended: func(n int) {
 			fmt.Fprintf(stderr, "logbook serve: reconciler ended %s whose runner vanished\n", plural(n, "check run"))

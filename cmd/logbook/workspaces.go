@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/servelog"
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	wsadapter "github.com/logbook-dev/logbook/adapters/workspace"
@@ -470,6 +471,6 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 	}
 	return m.Follow(ctx, wsadapter.FollowConfig{
 		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: wsadapter.FollowEvery,
-		Report: func(msg string) { fmt.Fprintf(stderr, "logbook serve: workspaces: %s\n", msg) },
+		Report: func(msg string) { servelog.Say(stderr, "logbook serve: workspaces: "+msg) },
 	})
 }
