@@ -35,6 +35,8 @@ func TestErrors_NoGoInternalText(t *testing.T) {
 		{"GET", "/v1/events?from=90", "", 400, `unknown query parameter \"from\": /v1/events takes after, limit`},
 		{"GET", "/v1/sessions?phase=working&bogus=1", "", 400, `unknown query parameter \"bogus\": /v1/sessions takes phase, stale`},
 		{"GET", "/v1/status?x=1", "", 400, `unknown query parameter \"x\": /v1/status takes no query parameter`},
+		{"GET", "/v1/sessions?limit=1&limit=5000", "", 400, `query parameter \"limit\" given 2 times: /v1/sessions takes one value for it`},
+		{"GET", "/v1/sessions?stale=true&stale=", "", 400, `query parameter \"stale\" given 2 times`},
 		{"GET", "/v1/usage?explain=true&check=true&by=model", "", 200, `"by"`},
 	} {
 		req, _ := http.NewRequest(tt.method, e.http.URL+tt.path, strings.NewReader(tt.body))

@@ -85,12 +85,19 @@ var queryParams = sync.OnceValue(func() map[string][]string {
 // a misspelt "limt" or a command-line flag's name ("from" for
 // "after"), is refused with 400 naming it and what the endpoint takes,
 // rather than ignored, which would answer a question that was not asked.
+// A parameter given more than once (limit=1&limit=5000) is refused the
+// same way: every parameter takes one value, and which of two counts is
+// not a guess to make.
 func (s *Server) knownQuery(pattern string, h http.HandlerFunc) http.HandlerFunc {
 	takes := queryParams()[pattern]
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		for _, k := range slices.Sorted(maps.Keys(q)) {
 			if slices.Contains(takes, k) {
+				if n := len(q[k]); n > 1 {
+					s.fail(w, r, fmt.Errorf("%w: query parameter %q given %d times: %s takes one value for it", errBadRequest, k, n, r.URL.Path))
+					return
+				}
 				continue
 			}
 			what := "no query parameter"
