@@ -59,7 +59,7 @@ passed on to the hook as --data.`,
 			// --review-budget is not known here, so no timeout longer
 			// than it could be written.
 			if f.budget < time.Millisecond || f.budget > maxGateBudget {
-				return usageErrorf("--budget %v: want from 1ms to %v, as hook claude --gate takes", f.budget, maxGateBudget)
+				return usageErrorf("--budget %v: want from 1ms to %v: the hook's timeout in settings.json is written from it, so it cannot be left to the server's --review-budget as hook claude --gate --budget 0 leaves it (leave --budget out for %v)", f.budget, maxGateBudget, gate.DefaultBudget)
 			}
 			if err := hooksEdit(g, f, true); err != nil {
 				return err

@@ -76,7 +76,7 @@ that are still as it wrote them (the user's are left, and named).`,
 				return usageErrorf("--budget is for --gate: the gated hook's budget")
 			}
 			if f.budget < time.Millisecond || f.budget > maxGateBudget {
-				return usageErrorf("--budget %v: want from 1ms to %v, as hook claude --gate takes", f.budget, maxGateBudget)
+				return usageErrorf("--budget %v: want from 1ms to %v: the hook's timeout in settings.json is written from it, so it cannot be left to the server's --review-budget as hook claude --gate --budget 0 leaves it (leave --budget out for %v)", f.budget, maxGateBudget, gate.DefaultBudget)
 			}
 			return runSetup(cmd, g, f)
 		},
