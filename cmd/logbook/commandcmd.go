@@ -165,6 +165,11 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 		return json.NewEncoder(g.stdout).Encode(map[string]any{"command": st})
 	}
 	printer.Close()
+	if st.Ended() && opts.After > st.OutputBytes {
+		// Nothing is at or after the offset asked for: say so, or an
+		// offset mistyped reads as a command that printed nothing.
+		fmt.Fprintf(g.stderr, "logbook: command %s: --after %d is past the end of its output (%s): nothing printed\n", st.ID, opts.After, term.Plural(int(st.OutputBytes), "byte"))
+	}
 	fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, term.Safe(term.CommandStatus(st)))
 	return nil
 }
