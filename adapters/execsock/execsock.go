@@ -315,6 +315,13 @@ func lostAnswer(output int64) error {
 	return errors.New("the server closed the connection before the exit status: whether the command was requested, or ran, is unknown (see `logbook commands`)")
 }
 
+// closedEarly reports whether err, of a read of the answer, says the
+// server's end of the connection went away: closed (EOF, within a frame
+// too) or reset, as a serve killed while it answers leaves it.
+func closedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, unix.ECONNRESET)
+}
+
 // readAnswer copies the answer's output frames on fd to stdout and
 // stderr and returns its exit status.
 func readAnswer(fd int, stdout, stderr io.Writer) (int, error) {
@@ -324,7 +331,7 @@ func readAnswer(fd int, stdout, stderr io.Writer) (int, error) {
 	var output int64 // bytes of stdout frames: the command's output, which only a command that ran has
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			if closedEarly(err) {
 				return 1, lostAnswer(output)
 			}
 			return 1, err
@@ -338,6 +345,9 @@ func readAnswer(fd int, stdout, stderr io.Writer) (int, error) {
 		}
 		body := buf[:n]
 		if _, err := io.ReadFull(r, body); err != nil {
+			if closedEarly(err) {
+				return 1, lostAnswer(output)
+			}
 			return 1, fmt.Errorf("read a frame: %w", err)
 		}
 		switch hdr[0] {
