@@ -726,28 +726,51 @@ type RawHeader struct {
 func (h *RawHeader) Parse(hdr []byte) bool {
 	h.n = 0
 	s := unsafe.String(unsafe.SliceData(hdr), len(hdr))
-	first, rest, ok := strings.Cut(s, "\n")
-	if !ok || strings.TrimSuffix(first, "\r") != "NATS/1.0" {
+	// The first line, "NATS/1.0" ended by "\n" or "\r\n".
+	var rest string
+	switch {
+	case strings.HasPrefix(s, "NATS/1.0\r\n"):
+		rest = s[len("NATS/1.0\r\n"):]
+	case strings.HasPrefix(s, "NATS/1.0\n"):
+		rest = s[len("NATS/1.0\n"):]
+	default:
 		return false
 	}
 	for {
-		i := strings.IndexByte(rest, '\n')
+		// A line's name is short and its value may be long: the name is
+		// scanned byte by byte, up to its colon or the line's end, and
+		// only the value searched for the line's end (one search a line,
+		// not one for its end and another for its colon).
+		c := 0
+		for c < len(rest) && rest[c] != ':' && rest[c] != '\n' {
+			c++
+		}
+		if c == len(rest) {
+			h.n = 0
+			return false // no line end
+		}
+		if rest[c] == '\n' {
+			// No colon: the blank line that ends the block, or a line
+			// nats.go would not decode.
+			if c == 0 || c == 1 && rest[0] == '\r' {
+				return true
+			}
+			h.n = 0
+			return false
+		}
+		i := strings.IndexByte(rest[c:], '\n')
 		if i < 0 {
 			h.n = 0
 			return false
 		}
-		kv := rest[:i]
-		rest = rest[i+1:]
-		if len(kv) > 0 && kv[len(kv)-1] == '\r' {
+		kv := rest[:c+i]
+		rest = rest[c+i+1:]
+		if kv[len(kv)-1] == '\r' {
 			kv = kv[:len(kv)-1]
 		}
-		if kv == "" {
-			return true
-		}
-		c := strings.IndexByte(kv, ':')
-		if c <= 0 {
+		if c == 0 {
 			h.n = 0
-			return false
+			return false // an empty name
 		}
 		if !judgedHeader(kv[:c]) {
 			continue
