@@ -558,6 +558,38 @@ func TestProveRefusesChangedStoredHashes(t *testing.T) {
 	}
 }
 
+// A chunk's root made level by level (chunkRoot) is the one rootOf
+// makes, and the stored subtree hash of the chunk, for each chunk of a
+// tree, with one stored leaf changed in one of them.
+func TestChunkRootIsRootOf(t *testing.T) {
+	tree := NewTree()
+	for i := range 3*256 + 7 {
+		if err := tree.AppendHash(tlogHash(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree.hashes[tlog.StoredHashIndex(0, 300)] = tlogHash("changed")
+	n := tree.Size()
+	p := &Proven{t: tree, hashes: tree.hashes, n: n, full: n >> chunkLevel}
+	for c := range p.full {
+		lo := c << chunkLevel
+		got, err := p.chunkRoot(lo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := p.rootOf(lo, lo+1<<chunkLevel, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("chunk %d: chunkRoot %s, rootOf %s", c, got, want)
+		}
+		if stored, err := p.stored(chunkLevel, c); err != nil || (got == stored) != (c != 1) {
+			t.Errorf("chunk %d: chunkRoot %s, stored subtree hash %s (%v)", c, got, stored, err)
+		}
+	}
+}
+
 // A Proven checks the leaves it was proven for while the tree it was
 // proven from grows past them (its hashes moved to a larger array), from
 // several goroutines at once.

@@ -1,7 +1,9 @@
 package merkle
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"sync"
 	"sync/atomic"
 
@@ -106,6 +108,53 @@ func (p *Proven) rootOf(lo, hi int64, level int) (tlog.Hash, error) {
 	return tlog.NodeHash(l, r), nil
 }
 
+// chunkRoot returns the RFC 6962 hash of the complete chunk of leaves
+// [lo, lo+256) from their stored hashes, level by level (the tree of a
+// power of two leaves is complete: each node hashes two neighbours of
+// the level below), with one SHA-256 state reset for each node: what
+// rootOf(lo, lo+256, 0) returns, without a call of tlog.NodeHash's
+// state made anew, or of rootOf, for each of its 255 nodes.
+func (p *Proven) chunkRoot(lo int64) (tlog.Hash, error) {
+	var level [1 << chunkLevel]tlog.Hash
+	for i := range level {
+		h, err := p.stored(0, lo+int64(i))
+		if err != nil {
+			return tlog.Hash{}, err
+		}
+		level[i] = h
+	}
+	var nh nodeHasher
+	nh.init()
+	for n := len(level); n > 1; n /= 2 {
+		for i := range n / 2 {
+			level[i] = nh.node(level[2*i], level[2*i+1])
+		}
+	}
+	return level[0], nil
+}
+
+// nodeHasher hashes interior nodes as tlog.NodeHash does (SHA-256 of
+// 0x01, the left and the right hash) with one SHA-256 state, reset for
+// each node. Not safe for concurrent use.
+type nodeHasher struct {
+	h   hash.Hash
+	in  [1 + 2*tlog.HashSize]byte
+	sum [sha256.Size]byte
+}
+
+// init makes nh's SHA-256 state.
+func (nh *nodeHasher) init() { nh.h = sha256.New() }
+
+// node returns tlog.NodeHash(left, right).
+func (nh *nodeHasher) node(left, right tlog.Hash) tlog.Hash {
+	nh.in[0] = 0x01
+	copy(nh.in[1:], left[:])
+	copy(nh.in[1+tlog.HashSize:], right[:])
+	nh.h.Reset()
+	nh.h.Write(nh.in[:])
+	return tlog.Hash(nh.h.Sum(nh.sum[:0]))
+}
+
 // Leaf returns the proven hash of leaf i (0-based: stream sequence i+1).
 func (p *Proven) Leaf(i int64) (tlog.Hash, error) {
 	if i < 0 || i >= p.n {
@@ -130,7 +179,7 @@ func (p *Proven) bind(c int64) error {
 		return nil
 	}
 	lo := c << chunkLevel
-	got, err := p.rootOf(lo, lo+1<<chunkLevel, 0)
+	got, err := p.chunkRoot(lo)
 	if err != nil {
 		return err
 	}
