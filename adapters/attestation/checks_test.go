@@ -3,8 +3,12 @@ package attestation
 import (
 	"crypto/ed25519"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
+	"unsafe"
+
+	"github.com/logbook-dev/logbook/events"
 )
 
 // Siblings share the verdicts on the signatures they check: an event one
@@ -118,5 +122,57 @@ func TestLoneVerifierKeepsNoRecord(t *testing.T) {
 	v.Precheck(m)
 	if got := v.Checked(); got != 3 {
 		t.Errorf("after the Sibling checked it and its Verifier took the verdict: %d verifications, want 3", got)
+	}
+}
+
+// A Verifier's refusal is Refusal for every role, type and cause, asked
+// in any order and again: what it permitted once (kept by role, type,
+// and cause kind and event) never answers for another role, type or
+// cause, those that share a slot included, nor for a cause whose
+// strings change after it was kept (a read's reused bytes).
+func TestVerifierRefusalIsRefusal(t *testing.T) {
+	admin, err := NewKey("admin", RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVerifier(admin.Public())
+	types := []string{"", "key.registered", "signing.began", "session.started", "session.activity_changed",
+		"command.started", "command.stop_requested", "review.decided", "notification.sent", TypeTick, "task.created"}
+	causes := []*events.Cause{nil}
+	for _, r := range Causes {
+		causes = append(causes, &events.Cause{Kind: r.Kind, Event: r.Event}, &events.Cause{Kind: r.Kind, Event: r.Event + "x"})
+	}
+	causes = append(causes, &events.Cause{Kind: "unknown"}, &events.Cause{})
+	type ask struct {
+		role Role
+		typ  string
+		c    *events.Cause
+	}
+	var asks []ask
+	for _, r := range Roles {
+		for _, typ := range types {
+			for _, c := range causes {
+				asks = append(asks, ask{r, typ, c})
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 20 {
+		rng.Shuffle(len(asks), func(i, j int) { asks[i], asks[j] = asks[j], asks[i] })
+		for _, a := range asks {
+			if got, want := v.refusal(a.role, "p", a.typ, a.c), Refusal(a.role, "p", a.typ, a.c); got != want {
+				t.Fatalf("round %d: refusal(%s, %q, %+v) = %q, Refusal %q", round, a.role, a.typ, a.c, got, want)
+			}
+		}
+	}
+	// A cause made of bytes that change after it was permitted.
+	b := []byte("hook")
+	c := &events.Cause{Kind: unsafe.String(&b[0], len(b)), Event: "PreToolUse"}
+	if why := v.refusal(RoleWriter, "p", "session.started", c); why != "" {
+		t.Fatalf("a hook's session.started by a writer refused: %s", why)
+	}
+	copy(b, "gate")
+	if got, want := v.refusal(RoleWriter, "p", "session.started", c), Refusal(RoleWriter, "p", "session.started", c); got != want || got == "" {
+		t.Fatalf("after the cause's bytes changed: refusal %q, Refusal %q", got, want)
 	}
 }

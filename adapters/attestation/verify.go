@@ -128,6 +128,11 @@ type Verifier struct {
 	// checked counts the Ed25519 verifications made by it and its
 	// siblings (shared with them).
 	checked *atomic.Uint64
+	// permits holds what Refusal permitted of the events judged so far
+	// (permit), by permitSlot, the last in a slot replacing the one
+	// before: an event whose role, type and cause one holds is not
+	// looked up in the tables again.
+	permits [permitSlots]atomic.Pointer[permit]
 }
 
 // NewVerifier returns a Verifier that trusts admin, the pinned admin
@@ -405,12 +410,81 @@ func (v *Verifier) judge(m Message, typ string, cause *events.Cause, pre Pre) Ve
 		vd.Principal, vd.Role = "", ""
 		return vd
 	}
-	if why := Refusal(vd.Role, vd.Principal, typ, cause); why != "" {
+	if why := v.refusal(vd.Role, vd.Principal, typ, cause); why != "" {
 		vd.Status, vd.Why = OutOfRole, why
 		return vd
 	}
 	vd.Status = Attested
 	return vd
+}
+
+// refusal is Refusal(role, principal, typ, c), taking a permit v keeps
+// (permitted) and keeping each it answers "" for.
+func (v *Verifier) refusal(role Role, principal, typ string, c *events.Cause) string {
+	if v.permitted(role, typ, c) {
+		return ""
+	}
+	why := Refusal(role, principal, typ, c)
+	if why == "" {
+		v.permit(role, typ, c)
+	}
+	return why
+}
+
+// permit is a role, an event type and a cause (its kind and event, or
+// none) that Refusal permits: it does not read the principal to permit,
+// and its tables (Table, Causes) do not change, so what it permitted
+// once it permits again.
+type permit struct {
+	role        Role
+	typ         string
+	caused      bool
+	kind, event string
+}
+
+// permitSlots is how many permits a Verifier keeps (permitSlot): more
+// than the types and causes a log's events mostly carry.
+const permitSlots = 64
+
+// permitted reports whether a permit v keeps says Refusal permits role
+// to append an event of type typ with cause c; false when it keeps
+// none (Refusal then decides).
+func (v *Verifier) permitted(role Role, typ string, c *events.Cause) bool {
+	p := v.permits[permitSlot(typ, c)].Load()
+	if p == nil || p.role != role || p.typ != typ || p.caused != (c != nil) {
+		return false
+	}
+	return c == nil || p.kind == c.Kind && p.event == c.Event
+}
+
+// permit keeps, in its slot, that Refusal permits role to append an
+// event of type typ with cause c (its strings copied: they may be a
+// message's bytes, which a read reuses).
+func (v *Verifier) permit(role Role, typ string, c *events.Cause) {
+	p := &permit{role: role, typ: strings.Clone(typ), caused: c != nil}
+	if c != nil {
+		p.kind, p.event = strings.Clone(c.Kind), strings.Clone(c.Event)
+	}
+	v.permits[permitSlot(typ, c)].Store(p)
+}
+
+// permitSlot returns the slot of v.permits for an event of type typ with
+// cause c: a hash of their lengths and a few of their bytes, cheaper
+// than the comparisons it spares.
+func permitSlot(typ string, c *events.Cause) int {
+	h := uint(len(typ))
+	if len(typ) > 0 {
+		h = h*31 + uint(typ[len(typ)/2])
+		h = h*31 + uint(typ[len(typ)-1])
+	}
+	if c != nil {
+		h = h*31 + uint(len(c.Kind)) + 1
+		h = h*31 + uint(len(c.Event))
+		if len(c.Event) > 0 {
+			h = h*31 + uint(c.Event[len(c.Event)/2])
+		}
+	}
+	return int(h % permitSlots)
 }
 
 // observe folds an attested key event at seq.
