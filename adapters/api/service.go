@@ -789,6 +789,13 @@ type StatusReply struct {
 	// projection, at Checkpoint, LastSeq is 0 and LogError says why.
 	LogUnavailableSince *time.Time `json:"log_unavailable_since,omitempty"`
 	LogError            string     `json:"log_error,omitempty"`
+	// AppendsPausedSince is set, on a reply to a request that allows a
+	// stale answer (AllowStale), while the server's appends wait for
+	// disk space (Service.PausedSince): the reply did not wait for the
+	// hook payloads its intake took, which wait in its journal until
+	// the disk is freed, and which a read's answer then says it does
+	// not show (Stale).
+	AppendsPausedSince *time.Time `json:"appends_paused_since,omitempty"`
 }
 
 // IsInputError reports an error about the input itself, which no retry

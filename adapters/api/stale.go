@@ -144,6 +144,23 @@ func (s *Service) readCaughtUp(ctx context.Context) (Stale, error) {
 	return projections.WaitUnless(ctx, staleEvery, s.CaughtUp, stale)
 }
 
+// WaitIntakeToRead is WaitIntake for a request that only reads (the
+// status a read asks for before it reads, host.LogDown): when ctx allows
+// a stale answer (AllowStale) and serve's appends wait for disk space
+// (PausedSince), it returns at once, with since when they wait, rather
+// than wait for the hook payloads the intake took: those stay in serve's
+// journal until the disk is freed, and the read's own answer says it
+// does not show them (pausedRead). Otherwise it is WaitIntake and
+// returns the zero time.
+func (s *Service) WaitIntakeToRead(ctx context.Context) (time.Time, error) {
+	if s.PausedSince != nil && staleAllowed(ctx) {
+		if since := s.PausedSince(); !since.IsZero() {
+			return since, nil
+		}
+	}
+	return time.Time{}, s.WaitIntake(ctx)
+}
+
 // staleNow is the Stale of a read that does not catch up (a later page
 // of a list whose first page did), as things stand: the log not
 // answering (LogState), or appends paused with hook payloads waiting in

@@ -107,18 +107,24 @@ func (h *LogHealth) Probe(ctx context.Context, l *natslog.Log, say func(format s
 
 // StatusReply answers the status verb: with the log's last sequence
 // while it answers, after waitIntake (the hooks taken on the socket
-// before the call are then in it), else at once from store's checkpoint
-// with since when the log is unavailable (a status never waits out a
-// lost quorum). durability is copied into the reply. An error is
-// waitIntake's or the log's, other than its being unavailable.
-func (h *LogHealth) StatusReply(ctx context.Context, l *natslog.Log, store *projections.Store, durability string, waitIntake func(context.Context) error) (api.StatusReply, error) {
+// before the call are then in it; api.Service.WaitIntakeToRead), else at
+// once from store's checkpoint with since when the log is unavailable (a
+// status never waits out a lost quorum). When waitIntake did not wait
+// because appends are paused, it returns since when, and the reply says
+// so (AppendsPausedSince). durability is copied into the reply. An error
+// is waitIntake's or the log's, other than its being unavailable.
+func (h *LogHealth) StatusReply(ctx context.Context, l *natslog.Log, store *projections.Store, durability string, waitIntake func(context.Context) (time.Time, error)) (api.StatusReply, error) {
 	reply := api.StatusReply{Checkpoint: store.Checkpoint(), Durability: durability}
 	if since, why := h.State(); !since.IsZero() {
 		reply.LogUnavailableSince, reply.LogError = &since, why
 		return reply, nil
 	}
-	if err := waitIntake(ctx); err != nil {
+	paused, err := waitIntake(ctx)
+	if err != nil {
 		return reply, err
+	}
+	if !paused.IsZero() {
+		reply.AppendsPausedSince = &paused
 	}
 	last, err := l.LastSeq(ctx)
 	if natslog.Unavailable(err) && ctx.Err() == nil { // not the caller's own deadline

@@ -453,13 +453,16 @@ func Settle(ctx context.Context, nc *nats.Conn, prefix string) {
 	_, _ = api.AskStatus(ctx, nc, prefix)
 }
 
-// LogDown asks the server on nc answering on prefix for its status and
-// returns it when it says its log does not answer (a cluster that lost
-// its quorum), else nil; asked reports whether it answered. A server that
-// does not answer within api.IntakeWait (or an older one that does not
-// say) is taken as one whose log answers.
+// LogDown asks the server on nc answering on prefix for its status, for
+// a read that may answer from the server's projection (api.AllowStale),
+// and returns it when it says its log does not answer (a cluster that
+// lost its quorum), else nil; asked reports whether it answered. While
+// the server's appends wait for disk space it answers at once, without
+// waiting for the hooks its journal holds (the read's answer says they
+// are not shown). A server that does not answer within api.IntakeWait
+// (or an older one that does not say) is taken as one whose log answers.
 func LogDown(ctx context.Context, nc *nats.Conn, prefix string) (down *api.StatusReply, asked bool) {
-	st, err := api.AskStatus(ctx, nc, prefix)
+	st, err := api.AskStatus(api.AllowStale(ctx), nc, prefix)
 	if err != nil {
 		return nil, false
 	}

@@ -57,12 +57,12 @@ type Verbs struct {
 // Handlers returns the table, a map of its own: verb name → handler
 // taking the request's JSON and returning the reply to encode. The
 // status verb is LogHealth.StatusReply on v.Log and v.Store, after the
-// service's WaitIntake.
+// service's WaitIntakeToRead.
 func (v Verbs) Handlers() map[string]func(context.Context, []byte) (any, error) {
 	verbs := v.Service.Handlers()
 	maps.Copy(verbs, v.Gate)
 	verbs[api.VerbStatus] = func(ctx context.Context, _ []byte) (any, error) {
-		reply, err := v.Health.StatusReply(ctx, v.Log, v.Store, v.Durability, v.Service.WaitIntake)
+		reply, err := v.Health.StatusReply(ctx, v.Log, v.Store, v.Durability, v.Service.WaitIntakeToRead)
 		if err != nil {
 			return nil, err
 		}

@@ -250,10 +250,8 @@ func testDiskFull(t *testing.T, part string) {
 		if err != nil || json.Unmarshal(ans, &reply) != nil || reply.Data.Queued == 0 {
 			t.Fatalf("hook by the socket while the disk is full: %v: %s, want it queued in the journal", err, ans)
 		}
-		// Both reads at once: each first waits out serve's intake
-		// (api.IntakeWait) for the hook that stays in the journal, and
-		// one after the other they would keep the disk full (and the
-		// hooks flowing) for that wait twice.
+		// Both reads at once; neither waits for the hook that stays in
+		// the journal (TestDiskFullReadsAtOnce).
 		var reads sync.WaitGroup
 		reads.Go(func() {
 			out, err := s.run(ctx, nil, "sessions")
@@ -320,6 +318,65 @@ func testDiskFull(t *testing.T, part string) {
 		freed.Sub(full).Round(time.Millisecond), resumed.Round(time.Millisecond))
 	if lost > 0 || doubled > 0 {
 		t.Errorf("lost %d, doubled %d", lost, doubled)
+	}
+}
+
+// The read commands, while the data dir's disk is full and a hook serve
+// took waits in its journal, answer at once from serve's projection and
+// say so: neither the status they ask serve for first nor the read
+// waits for the hooks the journal holds (each such wait is
+// api.IntakeWait).
+func TestDiskFullReadsAtOnce(t *testing.T) {
+	t.Parallel() // its own data dir, tmpfs and serve
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	mountTmpfs(t, data, 40<<20)
+	s := &soak{t: t, bin: soakBuild(t), data: data}
+	t.Cleanup(s.procs.killAll)
+	hookBin := hookBuild(t, s.bin)
+	ctx := t.Context()
+	s.startServe(ctx)
+	const sid = "full-reads"
+	start := fmt.Appendf(nil, `{"session_id":%q,"hook_event_name":"SessionStart","cwd":"/tmp","source":"startup"}`, sid)
+	if out, err := s.runCommand(s.commandOf(ctx, hookBin, start, "claude")); err != nil {
+		t.Fatalf("SessionStart: %v\n%s", err, out)
+	}
+	waitFor(t, 30*time.Second, "the session listed", func() bool {
+		out, err := s.run(ctx, nil, "sessions")
+		return err == nil && strings.Contains(string(out), sid)
+	})
+	fillDisk(t, data)
+	waitFor(t, 30*time.Second, "doctor saying appends are paused", func() bool {
+		out, _ := s.run(ctx, nil, "doctor")
+		return strings.Contains(string(out), "appends paused: disk full since")
+	})
+	req, _ := json.Marshal(api.HookRequest{ID: ulid.Make().String(), Text: fmt.Sprintf(
+		`{"session_id":%q,"hook_event_name":"UserPromptSubmit","prompt_id":"p-full","prompt":"while the disk is full","cwd":"/tmp"}`, sid)})
+	ans, err := hooksock.Call(data, req, time.Now().Add(30*time.Second))
+	var reply struct {
+		Data api.HookReply `json:"data"`
+	}
+	if err != nil || json.Unmarshal(ans, &reply) != nil || reply.Data.Queued == 0 {
+		t.Fatalf("hook by the socket while the disk is full: %v: %s, want it queued in the journal", err, ans)
+	}
+	// A wait for the hooks the journal holds lasts api.IntakeWait at
+	// least (the status ask and its retry waited it twice); a read that
+	// waits for none takes a process's start and a read: up to 2 s
+	// under the race detector on a loaded 2-core machine.
+	const within = api.IntakeWait
+	for _, args := range [][]string{{"sessions"}, {"sessions", "--json"}, {"session", "show", sid}, {"commands"}, {"commands", "--json"}} {
+		want := "in its journal, not shown"
+		if args[len(args)-1] == "--json" {
+			want = `"hooks_waiting":1`
+		}
+		began := time.Now()
+		out, err := s.run(ctx, nil, args...)
+		took := time.Since(began)
+		t.Logf("%s: %s", args, took.Round(time.Millisecond))
+		if err != nil || !strings.Contains(string(out), want) || took > within {
+			t.Errorf("%s while a hook waits for the disk: %v after %s (want at most %s, saying %q):\n%.2000s",
+				args, err, took.Round(time.Millisecond), within, want, out)
+		}
 	}
 }
 
