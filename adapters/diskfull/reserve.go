@@ -36,8 +36,11 @@ func Reserve(dir string) (int64, error) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, err
 	}
-	return min(max(int64(st.Blocks)*int64(st.Bsize)/16, MinReserve), MaxReserve), nil
+	return reserveFor(int64(st.Blocks) * int64(st.Bsize)), nil
 }
+
+// reserveFor is the Reserve of a file system of size bytes.
+func reserveFor(size int64) int64 { return min(max(size/16, MinReserve), MaxReserve) }
 
 // Room returns a natslog.Config.Room for a log whose store lies in dir:
 // nil while the file system there has room, else an error saying how
@@ -60,6 +63,27 @@ func Room(dir string) func() error {
 		}
 		return fmt.Errorf("%d bytes free under %s, held until a quarter more than the log's reserve of %d MiB is free", left, dir, reserve>>20)
 	}
+}
+
+// Shortfall is how the disk under a log's store stands against its
+// Reserve, in bytes: Free (to an unprivileged writer), the Reserve, and
+// the Size of the whole file system.
+type Shortfall struct {
+	Free, Reserve, Size int64
+}
+
+// ShortOf returns how the disk under the log's store dir stands against
+// its Reserve, and whether less than the Reserve is free there: what a
+// writer that could not start (its appends held, Room) says. It reports
+// false when the Reserve is free, or when statfs(2) fails.
+func ShortOf(dir string) (Shortfall, bool) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return Shortfall{}, false
+	}
+	size := int64(st.Blocks) * int64(st.Bsize)
+	s := Shortfall{Free: int64(st.Bavail) * int64(st.Bsize), Reserve: reserveFor(size), Size: size}
+	return s, s.Free < s.Reserve
 }
 
 // reserves holds the held state of each store directory this process

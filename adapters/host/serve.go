@@ -201,6 +201,14 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		if err == nil || announced || cfg.Reader || full {
 			return
 		}
+		if cfg.URL == "" && errors.Is(err, natslog.ErrAppendsHeld) {
+			// The log's own store: what serve appends as it starts (its
+			// signing, its journal) was held for the reserve (Room).
+			if short, ok := diskfull.ShortOf(cfg.Dir.Path("jetstream")); ok {
+				err = &heldStartError{dir: cfg.Dir, store: cfg.Dir.Path("jetstream"), short: short, err: err}
+				return
+			}
+		}
 		for _, dir := range parts {
 			if why := diskfull.Probe(dir, false); why != "" {
 				err = fmt.Errorf("%w\n%s takes no writes (%s): %s and start serve again", err, dir, why, diskfull.Remedy(why))
@@ -690,4 +698,36 @@ func (wc *workerConn) close() {
 	wc.log.Close()
 	wc.nc.Drain()
 	api.Forget(wc.nc)
+}
+
+// heldStartError is a start of serve on dir refused because what it
+// appends as it starts was held: the disk under the log's store has less
+// than the log's reserve free (diskfull.Room). It says how much is
+// free, how much serve needs, and what to do; it unwraps to the
+// append's error (natslog.ErrAppendsHeld).
+type heldStartError struct {
+	dir   datadir.Dir
+	store string
+	short diskfull.Shortfall
+	err   error
+}
+
+func (e *heldStartError) Error() string {
+	s := e.short
+	msg := fmt.Sprintf("serve cannot start on %s: the disk under its log (%s) has %s free, and serve needs %s free there (the log's reserve: a sixteenth of the file system, %s to %s, so that no atomic batch is cut by a full disk); ",
+		e.dir, e.store, mib(s.Free), mib(s.Reserve), mib(diskfull.MinReserve), mib(diskfull.MaxReserve))
+	if s.Size <= s.Reserve {
+		return msg + fmt.Sprintf("that file system holds %s in all: put the data dir (--data) on a larger one, or grow this one, and start serve again", mib(s.Size))
+	}
+	return msg + fmt.Sprintf("free at least %s more there and start serve again", mib(s.Reserve-s.Free))
+}
+
+func (e *heldStartError) Unwrap() error { return e.err }
+
+// mib is n bytes for a person: "16 MiB", "0.5 MiB".
+func mib(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

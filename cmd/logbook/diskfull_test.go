@@ -321,6 +321,53 @@ func testDiskFull(t *testing.T, part string) {
 	}
 }
 
+// serve started on a data dir whose disk has less than the log's reserve
+// free (diskfull.MinReserve on these small disks) exits 1 at once with
+// one error that names the data dir, the space free, the reserve serve
+// needs and what to do, not the held append's own words: free space, or,
+// on a file system no larger than the reserve, use a larger one.
+func TestDiskUnderReserveServeStart(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		size int64 // of the tmpfs
+		left int64 // bytes left free by a filler; 0: none
+		do   string
+	}{
+		{"small", 5 << 20, 0, `that file system holds 5 MiB in all: put the data dir \(--data\) on a larger one, or grow this one, and start serve again`},
+		{"short", 64 << 20, 8 << 20, `free at least [0-9.]+ MiB more there and start serve again`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			mountTmpfs(t, root, c.size)
+			if c.left > 0 {
+				var st syscall.Statfs_t
+				if err := syscall.Statfs(root, &st); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.Create(filepath.Join(root, "filler"))
+				if err == nil {
+					err = syscall.Fallocate(int(f.Fd()), 0, 0, int64(st.Bavail)*st.Bsize-c.left)
+					f.Close()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			data := filepath.Join(root, "data")
+			began := time.Now()
+			_, errOut, code := cliExit(t, data, "serve", "--http", "off", "--no-watch", "--listen", "127.0.0.1:0")
+			took := time.Since(began)
+			said := regexp.MustCompile(`^serve cannot start on ` + regexp.QuoteMeta(data) + `: the disk under its log \(` + regexp.QuoteMeta(filepath.Join(data, "jetstream")) +
+				`\) has [0-9.]+ MiB free, and serve needs 16 MiB free there \(the log's reserve: [^)]*\); ` + c.do + `$`)
+			if code != 1 || !said.MatchString(lastLineOf(errOut)) || strings.Contains(errOut, "natslog") || strings.Contains(errOut, "appends go on") || took > time.Minute {
+				t.Errorf("serve with %d bytes free on a %d MiB disk: exit %d after %s, want 1 and %s:\n%s", c.left, c.size>>20, code, took.Round(time.Millisecond), said, errOut)
+			}
+		})
+	}
+}
+
 // The read commands, while the data dir's disk is full and a hook serve
 // took waits in its journal, answer at once from serve's projection and
 // say so: neither the status they ask serve for first nor the read
