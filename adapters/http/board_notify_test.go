@@ -45,7 +45,8 @@ func TestBoard_BrowserNotification(t *testing.T) {
 
 	// The person allows notifications (the bell's prompt, answered).
 	if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
-		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted, Origin: e.http.URL}); err != nil {
+		Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted, Origin: e.http.URL,
+		BrowserContextID: chromedp.FromContext(ctx).BrowserContextID}); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.http.URL+"/")); err != nil {

@@ -8,43 +8,124 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
-// browser starts headless Chromium (Debian's chromium package) in a new
-// empty profile. It skips when none is installed, unless
-// LOGBOOK_BROWSER_TESTS is set (CI sets it), when it fails.
+// browser returns a tab of its own for t in the test binary's headless
+// Chromium (Debian's chromium package), in a browser context of its own:
+// an empty profile (no cookies, storage, cache or permissions of another
+// test), closed with its tab when t ends. The tab's window shows the page
+// in the area the browser's first window does, and keeps its focus. It
+// skips when no Chromium is installed, unless LOGBOOK_BROWSER_TESTS is
+// set (CI sets it), when it fails.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	path := os.Getenv("LOGBOOK_CHROMIUM")
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path != "" {
-			break
-		}
-		path, _ = exec.LookPath(name)
-	}
+	bctx, path, err := chromium.start()
 	if path == "" {
 		if os.Getenv("LOGBOOK_BROWSER_TESTS") != "" {
 			t.Fatal("no chromium found and LOGBOOK_BROWSER_TESTS is set: apt-get install chromium")
 		}
 		t.Skip("no chromium: apt-get install chromium to run the board's browser tests")
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+	if err != nil {
 		t.Fatalf("start %s: %v", path, err)
 	}
+	ctx, cancel := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("a tab in %s: %v", path, err)
+	}
+	// A new window's frame differs from the first window's: the window
+	// is sized so that the page gets the same area, and fixed parts of
+	// the board (its footer) cover what they covered in the first one.
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[4]int64](viewportJS))
+	if err != nil {
+		t.Fatalf("a tab in %s: %v", path, err)
+	}
+	if want := chromium.viewport; got[0] != want[0] || got[1] != want[1] {
+		win, err := chromedp.CallBrowser(ctx, cdpbrowser.GetWindowForTarget, cdpbrowser.GetWindowForTargetParams{TargetID: chromedp.FromContext(ctx).Target.TargetID})
+		if err == nil {
+			_, err = chromedp.CallBrowser(ctx, cdpbrowser.SetWindowBounds, cdpbrowser.SetWindowBoundsParams{WindowID: win.WindowID,
+				Bounds: &cdpbrowser.Bounds{Width: got[2] + want[0] - got[0], Height: got[3] + want[1] - got[1]}})
+		}
+		if err != nil {
+			t.Fatalf("a tab in %s: size its window: %v", path, err)
+		}
+		if got, err = chromedp.Run(ctx, chromedp.Evaluate[[4]int64](viewportJS)); err != nil || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("a tab in %s: the page is %dx%d (%v), want %dx%d", path, got[0], got[1], err, want[0], want[1])
+		}
+	}
+	// The tab is focused, as the one window of a browser of its own is:
+	// the other tests' windows in the browser do not take its focus away.
+	if _, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+		t.Fatalf("a tab in %s: focus: %v", path, err)
+	}
 	return ctx
+}
+
+// viewportJS is a page's inner width and height and its window's outer
+// width and height, in CSS pixels.
+const viewportJS = `[innerWidth, innerHeight, outerWidth, outerHeight]`
+
+// chromium is the one headless Chromium of the test binary, started by
+// the first test that asks for a browser and stopped by TestMain: one
+// browser process instead of one per test, each test in a browser
+// context of its own (see browser).
+var chromium sharedChromium
+
+// sharedChromium starts headless Chromium once. Its methods are safe for
+// concurrent use.
+type sharedChromium struct {
+	once     sync.Once
+	path     string          // the binary; empty when none is installed
+	ctx      context.Context // the browser's first tab; tests open their own
+	viewport [4]int64        // the first tab's, as viewportJS says it
+	stop     func()          // ends the browser and removes its profile
+	err      error
+}
+
+// start starts the browser on its first call and returns its first tab's
+// context and the binary's path (empty when no Chromium is installed), or
+// why the browser did not start.
+func (c *sharedChromium) start() (context.Context, string, error) {
+	c.once.Do(func() {
+		c.path = os.Getenv("LOGBOOK_CHROMIUM")
+		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if c.path != "" {
+				break
+			}
+			c.path, _ = exec.LookPath(name)
+		}
+		if c.path == "" {
+			return
+		}
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(c.path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+			chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+			chromedp.WindowSize(1280, 900),
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		c.ctx, c.stop = ctx, func() { cancel(); cancelAlloc() }
+		if c.err = chromedp.Do(ctx, chromedp.Navigate("about:blank")); c.err == nil {
+			c.viewport, c.err = chromedp.Run(ctx, chromedp.Evaluate[[4]int64](viewportJS))
+		}
+	})
+	return c.ctx, c.path, c.err
+}
+
+// close stops the browser if it was started.
+func (c *sharedChromium) close() {
+	if c.stop != nil {
+		c.stop()
+	}
 }
 
 // artifacts returns where screenshots go: $LOGBOOK_ARTIFACTS when set,
