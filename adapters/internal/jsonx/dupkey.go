@@ -22,17 +22,18 @@ func DuplicateKey(src []byte, fold bool) (path string, found bool) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()
-	var walk func(prefix string) (string, bool, bool)
-	// walk reads one value; it returns a duplicate's path, whether one
-	// was found, and whether the value was read whole.
-	walk = func(prefix string) (string, bool, bool) {
+	var walk func(at *step) (*step, bool)
+	// walk reads the value at; it returns the step of a duplicate
+	// member, if any (nil when none), and whether the value was read
+	// whole. A path is spelled only for the duplicate found.
+	walk = func(at *step) (*step, bool) {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", false, false
+			return nil, false
 		}
 		d, ok := tok.(json.Delim)
 		if !ok {
-			return "", false, true
+			return nil, true
 		}
 		switch d {
 		case '{':
@@ -40,35 +41,60 @@ func DuplicateKey(src []byte, fold bool) (path string, found bool) {
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
-					return "", false, false
+					return nil, false
 				}
 				k, _ := kt.(string)
-				p := k
-				if prefix != "" {
-					p = prefix + "." + k
-				}
+				member := &step{up: at, name: k}
 				key := k
 				if fold {
 					key = strings.ToLower(k)
 				}
 				if seen[key] {
-					return p, true, true
+					return member, true
 				}
 				seen[key] = true
-				if dup, found, ok := walk(p); found || !ok {
-					return dup, found, ok
+				if dup, ok := walk(member); dup != nil || !ok {
+					return dup, ok
 				}
 			}
 		case '[':
 			for i := 0; dec.More(); i++ {
-				if dup, found, ok := walk(prefix + "[" + strconv.Itoa(i) + "]"); found || !ok {
-					return dup, found, ok
+				if dup, ok := walk(&step{up: at, index: i, elem: true}); dup != nil || !ok {
+					return dup, ok
 				}
 			}
 		}
 		_, err = dec.Token() // the closing delimiter
-		return "", false, err == nil
+		return nil, err == nil
 	}
-	path, found, _ = walk("")
-	return path, found
+	if dup, _ := walk(nil); dup != nil {
+		return dup.path(), true
+	}
+	return "", false
+}
+
+// step is one step of a path into a JSON value: an object's member
+// name, or an array's element index when elem; up is the step before
+// it (nil for the top-level value's).
+type step struct {
+	up    *step
+	name  string
+	index int
+	elem  bool
+}
+
+// path spells the steps up to s as DuplicateKey names them:
+// "meta.model", "signals[2].kind", a top-level member's bare name.
+func (s *step) path() string {
+	if s == nil {
+		return ""
+	}
+	p := s.up.path()
+	if s.elem {
+		return p + "[" + strconv.Itoa(s.index) + "]"
+	}
+	if p != "" {
+		return p + "." + s.name
+	}
+	return s.name
 }
