@@ -120,6 +120,10 @@ var Causes = []CauseRule{
 const (
 	// CauseWorker is the cause kind of what a sandbox worker decides.
 	CauseWorker = "worker"
+	// WorkerStopping is the cause event of the stop a worker asks of
+	// each command it runs as it stops itself (by "worker <id>", reason
+	// worker_stopping; adapters/worker).
+	WorkerStopping = "worker stopping"
 	// CauseNotify is the cause kind of what serve's notifier appends
 	// (adapters/notify.CauseKind).
 	CauseNotify = "notify"
@@ -295,9 +299,32 @@ func CausePermitted(role Role, c *events.Cause) bool {
 // request, eviction or backgrounding of a command.
 func WorkerPermits(rec events.Envelope, key string, st AggState) string {
 	c := rec.Cause
+	sessionEnd := c != nil && c.Kind == "session" && c.Event == "session.ended"
 	if d, ok := rec.Data.(events.CommandStopRequested); ok {
-		if c == nil || c.Kind != "session" || c.Event != "session.ended" || st.Session == "" || d.By != "session "+st.Session {
-			return fmt.Sprintf("a worker stops command %s only for its session's end (cause session/session.ended, by %q)", rec.Agg.ID, "session "+st.Session)
+		if c != nil && c.Kind == CauseWorker && c.Event == WorkerStopping {
+			// A worker shutting down stops the commands it runs: its
+			// own, by "worker <id>".
+			if !strings.HasPrefix(d.By, "worker ") {
+				return fmt.Sprintf("a worker stopping stops command %s by \"worker <id>\", not by %q", rec.Agg.ID, d.By)
+			}
+			if st.Claim == "" {
+				return fmt.Sprintf("command %s was not started", rec.Agg.ID)
+			}
+			if st.Claim != key && st.Claim != ClaimUnsigned {
+				return fmt.Sprintf("command %s was started by key %s, not this one", rec.Agg.ID, st.Claim)
+			}
+			return ""
+		}
+		if !sessionEnd || st.Session == "" || d.By != "session "+st.Session {
+			return fmt.Sprintf("a worker stops command %s only for its session's end (cause session/session.ended, by %q) or, its own, as it stops itself (cause %s/%s)", rec.Agg.ID, "session "+st.Session, CauseWorker, WorkerStopping)
+		}
+		return ""
+	}
+	if _, ok := rec.Data.(events.CommandRefused); ok && sessionEnd {
+		// The refusal a session's end decides beside its stop, for a
+		// command no worker started (command.StopForSessionEnd).
+		if st.Claim != "" || st.Session == "" {
+			return fmt.Sprintf("a worker refuses command %s for its session's end only before any key started it", rec.Agg.ID)
 		}
 		return ""
 	}

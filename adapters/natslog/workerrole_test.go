@@ -37,7 +37,7 @@ func TestAttest_WorkerRole(t *testing.T) {
 	ver := map[events.Aggregate]uint64{}
 	app := mustAppend(t, l, decision(reg, sess, 0, 1, 1))
 	last[sess], ver[sess] = app.Last, 1
-	for _, id := range []string{"c1", "c2", "c3"} {
+	for _, id := range []string{"c1", "c2", "c3", "c4", "c5", "c6"} {
 		a := cmdAgg(id)
 		e := envelope(reg, a, 1, events.CommandRequested{Session: "s", Argv: []string{"go", "test"}, Workspace: "/work", Mode: events.ModeReadOnly, RequestedBy: "claude-code"})
 		app := mustAppend(t, l, events.Batch{Agg: a, Events: []events.Envelope{e}})
@@ -93,6 +93,23 @@ func TestAttest_WorkerRole(t *testing.T) {
 
 	put(w2, cmdAgg("c3"), events.Cause{Kind: "worker", Event: "worker.dead", Detail: "gone", Ref: "w1"}, events.CommandAbandoned{Reason: "gone", Worker: "w1"}, out)
 	put(w2, cmdAgg("c3"), events.Cause{Kind: "worker", Event: "sandbox.check", Detail: "w2", Ref: "c3"}, events.CommandRefused{Reason: "not found"}, in)
+
+	// A session's end stops a command no worker took and refuses it,
+	// both caused by the end: any worker's control feed appends them.
+	// Once a key started a command, the end's refusal is not a worker's.
+	ended := events.Cause{Kind: "session", Event: "session.ended", Detail: "x", Ref: "e1"}
+	put(w2, cmdAgg("c4"), ended, events.CommandStopRequested{By: "session s", Reason: "session_ended"}, in)
+	put(w2, cmdAgg("c4"), ended, events.CommandRefused{Reason: "stopped by session s before it started"}, in)
+	put(w1, cmdAgg("c5"), events.Cause{Kind: "worker", Event: "command.requested", Detail: "w1", Ref: "c5"}, events.CommandStarted{Worker: "w1", Host: "h1"}, in)
+	put(w2, cmdAgg("c5"), ended, events.CommandRefused{Reason: "stopped by session s"}, out)
+	// A worker stopping itself stops the commands its own key started,
+	// by "worker <id>"; not another key's, nor by another name.
+	stopping := events.Cause{Kind: "worker", Event: attestation.WorkerStopping, Detail: "w1", Ref: "c5"}
+	put(w2, cmdAgg("c5"), stopping, events.CommandStopRequested{By: "worker w2", Reason: "worker_stopping"}, out)
+	put(w1, cmdAgg("c5"), stopping, events.CommandStopRequested{By: "person:root@h", Reason: "worker_stopping"}, out)
+	put(w1, cmdAgg("c5"), stopping, events.CommandStopRequested{By: "worker w1", Reason: "worker_stopping"}, in)
+	put(w1, cmdAgg("c5"), events.Cause{Kind: "worker", Event: "process.exited", Detail: "signal SIGTERM", Ref: "01M93P00000000000000000008"}, events.CommandExited{Signal: "SIGTERM", Stopped: true}, in)
+	put(w1, cmdAgg("c6"), stopping, events.CommandStopRequested{By: "worker w1", Reason: "worker_stopping"}, out)
 
 	check := func(name string, qs []Quarantined) {
 		t.Helper()

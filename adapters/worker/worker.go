@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/attestation"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
@@ -463,7 +464,7 @@ func (w *Worker) stopRunning(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultAppendTimeout)
 	defer cancel()
 	by := "worker " + w.id.ID
-	cause := events.Cause{Kind: "worker", Event: "worker stopping", Detail: w.id.ID}
+	cause := events.Cause{Kind: attestation.CauseWorker, Event: attestation.WorkerStopping, Detail: w.id.ID}
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		wg.Go(func() {
