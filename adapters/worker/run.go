@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path"
 	"path/filepath"
 	"slices"
@@ -836,19 +837,46 @@ func (w *Worker) settleLost(ctx context.Context, st command.State) {
 	w.detach(ctx, st.ID, st.Session, st.Status, events.Cause{Kind: "worker", Event: "command." + st.Status, Detail: st.ID, Ref: st.ID})
 }
 
-// detach closes the command's entry on its session with outcome.
+// detach closes the command's entry on its session with outcome. A
+// session many writers move at once (hooks, other workers' entries) can
+// refuse an append again and again: a detach whose attempts all met a
+// moved session tries again after a pause that grows, up to
+// detachPatience, so that the entry does not stay open, and the session
+// working, for good. The detach is a no-op once the entry is closed.
 func (w *Worker) detach(ctx context.Context, commandID, sessionID, outcome string, cause events.Cause) {
 	if sessionID == "" {
 		return
 	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: sessionID}
-	_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
-		return session.Decide(s, session.Detach{EntryID: EntryID(commandID), Outcome: outcome, At: w.now(), Cause: cause})
-	})
-	if err != nil {
-		w.log.Warn("detach from session", "command", commandID, "session", sessionID, "err", err)
+	at := w.now()
+	deadline := time.Now().Add(detachPatience)
+	pause := 5 * time.Millisecond
+	for {
+		_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+			return session.Decide(s, session.Detach{EntryID: EntryID(commandID), Outcome: outcome, At: at, Cause: cause})
+		})
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, events.ErrConflict) || time.Now().After(deadline) {
+			w.log.Warn("detach from session", "command", commandID, "session", sessionID, "err", err)
+			return
+		}
+		// Apart from the other writers of the session, who may be
+		// other workers pausing too.
+		select {
+		case <-ctx.Done():
+			w.log.Warn("detach from session", "command", commandID, "session", sessionID, "err", err)
+			return
+		case <-time.After(pause/2 + rand.N(pause)):
+		}
+		pause = min(2*pause, time.Second)
 	}
 }
+
+// detachPatience is how long a detach goes on trying a session that
+// keeps moving under it (see detach).
+const detachPatience = time.Minute
 
 // supervise waits for j's process, reports its exit and detaches it.
 func (w *Worker) supervise(j *job, st command.State) {

@@ -1,0 +1,109 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
+)
+
+// TestDetach_SessionMovingUnderIt: while another writer moves the
+// session without pause (an agent's hooks, other workers' entries),
+// every command's entry is still closed once it exits: a detach that
+// meets a moved session time after time tries again, and the session is
+// not left working for good.
+func TestDetach_SessionMovingUnderIt(t *testing.T) {
+	e := newEnv(t, false)
+	w, err := New(e.workerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One attempt a round: every round that meets a moved session ends
+	// in a conflict, as eight in a row do on a busy host.
+	w.sessions.Attempts = 1
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.waitFor("worker registered", func() bool {
+		ws, _ := e.client.Workers(t.Context())
+		for _, id := range ws {
+			if id.ID == w.Identity().ID {
+				return true
+			}
+		}
+		return false
+	})
+	agg := events.Aggregate{Kind: events.KindSession, ID: e.session}
+	var ids []string
+	for range 12 {
+		ids = append(ids, e.submit(e.request(events.ModeFullAccess, "sleep", "1")))
+	}
+	// The entries are opened on a quiet session; the session moves
+	// without pause while the commands run and exit.
+	e.waitFor("every command's entry open", func() bool { return len(e.sessionState().Entries) == len(ids) })
+	ctx, stop := context.WithCancel(t.Context())
+	var hogs sync.WaitGroup
+	for range 4 {
+		// Executors of their own: one Executor takes turns on an
+		// aggregate, writers apart do not.
+		hog := &events.Executor[session.State]{
+			Log: e.log, Reg: e.reg, Init: session.Init, Evolve: session.Evolve,
+			IDs: ulid.Make, Host: "h", Actor: "hog", Attempts: 1000,
+		}
+		hogs.Go(func() {
+			for ctx.Err() == nil {
+				_, _, _ = hog.Execute(ctx, agg, func(session.State) (events.Decision, error) {
+					return events.One(events.SessionActivityChanged{From: "thinking", To: "thinking"}, time.Now().UTC(), events.Cause{Kind: "cli", Event: "test", Ref: "hog"}), nil
+				})
+			}
+		})
+	}
+	defer func() { stop(); hogs.Wait() }()
+	for _, id := range ids {
+		if st, _ := e.follow(id, 30*time.Second); st.Status != "exited" {
+			t.Fatalf("command %s ended %s, want exited", id, st.Status)
+		}
+	}
+	stop()
+	hogs.Wait()
+	// Every entry a command opened is closed (a detach may still be
+	// pausing between its tries as the session stops moving).
+	openEntries := func() (int, map[string]bool) {
+		recs, _, err := e.log.Load(t.Context(), agg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := map[string]bool{}
+		opened := 0
+		for _, r := range recs {
+			switch d := r.Data.(type) {
+			case events.SessionEntryOpened:
+				if strings.HasPrefix(d.EntryID, "cmd-") {
+					open[d.EntryID] = true
+					opened++
+				}
+			case events.SessionEntryClosed:
+				delete(open, d.EntryID)
+			}
+		}
+		return opened, open
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		opened, open := openEntries()
+		if opened == len(ids) && len(open) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d command entries opened, %d left open 15 s after the session stopped moving: %v", opened, len(open), open)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
