@@ -290,6 +290,33 @@ func (d Dir) LockOver(ctx context.Context, role string, wait func(holder string)
 	}
 }
 
+// WaitEnding waits, up to EndingWait from its call, while the data dir's
+// lock is held by a writer that is ending (a serve just killed, whose
+// files and sockets close once its memory is freed), and reports whether
+// no writer holds the lock then: what an ending writer held (a port, say)
+// went with its lock. It returns false at once when a writer that is not
+// ending holds the lock, and false when the wait runs out or ctx ends.
+func (d Dir) WaitEnding(ctx context.Context) bool {
+	start := time.Now()
+	for {
+		if d.WriterHolds() == nil {
+			return true
+		}
+		b, _ := os.ReadFile(d.Path("lock"))
+		owner, whole := lockLine(b)
+		_, pid, _ := strings.Cut(owner, " pid ")
+		n, _ := strconv.Atoi(pid)
+		if !whole || time.Since(start) >= EndingWait || !ending(n) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(HandoverPoll):
+		}
+	}
+}
+
 // EndingWait is how long LockOver waits for the lock of a writer that
 // is ending (killed, or exiting: a large process takes a while to free
 // its memory, and its files close after that).

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestLockOver_WaitsForAKilledWriter: a serve started just after the
@@ -91,3 +92,35 @@ var (
 	holderLock *os.File
 	holderHeap []byte
 )
+
+// TestWaitEnding: with no writer holding the lock, or once a killed
+// writer's lock is gone, WaitEnding says the writer's things are free; a
+// writer that lives makes it say no at once.
+func TestWaitEnding(t *testing.T) {
+	if os.Getenv("LOGBOOK_TEST_HOLD_LOCK") != "" {
+		return
+	}
+	d := Dir(t.TempDir())
+	if err := d.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if !d.WaitEnding(t.Context()) {
+		t.Fatal("WaitEnding with no holder = false, want true")
+	}
+	cmd := startLockHolder(t, d)
+	start := time.Now()
+	if d.WaitEnding(t.Context()) {
+		t.Fatal("WaitEnding with a live writer = true, want false")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("WaitEnding with a live writer took %v, want at once", took)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ok := d.WaitEnding(t.Context())
+	cmd.Wait()
+	if !ok {
+		t.Fatal("WaitEnding after the writer was killed = false, want true")
+	}
+}

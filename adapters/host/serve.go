@@ -258,6 +258,10 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	var httpListener net.Listener
 	if cfg.HTTPAddr != "" {
 		l, err := ListenHTTP(cfg.HTTPAddr)
+		if err != nil && dd.WaitEnding(ctx) {
+			// The serve just killed held it: its port went with its lock.
+			l, err = ListenHTTP(cfg.HTTPAddr)
+		}
 		if err != nil {
 			// The port is most likely taken by the serve that holds this
 			// data dir: that is what to say, not to pick another port.
