@@ -276,12 +276,15 @@ func CausePermitted(role Role, c *events.Cause) bool {
 //     kind worker, on a command the same key started (or one started
 //     before signing, whose starter no key tells);
 //   - command.refused, cause kind worker, on a command no key started or
-//     the same key started;
+//     the same key started; or cause session/session.ended (the refusal
+//     a session's end decides beside its stop) on one no key started;
 //   - command.abandoned, cause worker/worker.dead, on a command some key
 //     started: another worker's, found dead;
-//   - command.stop_requested for its session's end only: cause
+//   - command.stop_requested for its session's end: cause
 //     session/session.ended, by "session <the session its request
-//     names>";
+//     names>"; or, as the worker stops itself, cause worker/worker
+//     stopping (WorkerStopping), by "worker <id>", on a command the same
+//     key started;
 //   - session.entry_opened of its command's entry ("cmd-<id>", lane
 //     background), cause worker/command.started naming the command (Ref
 //     and Detail), moving the phase from ready to working or not at all;
@@ -299,7 +302,16 @@ func CausePermitted(role Role, c *events.Cause) bool {
 // request, eviction or backgrounding of a command.
 func WorkerPermits(rec events.Envelope, key string, st AggState) string {
 	c := rec.Cause
-	sessionEnd := c != nil && c.Kind == "session" && c.Event == "session.ended"
+	sessionEnd := c != nil && c.Kind == CauseSession && c.Event == "session.ended"
+	ownedBy := func() string {
+		if st.Claim == "" {
+			return fmt.Sprintf("command %s was not started", rec.Agg.ID)
+		}
+		if st.Claim != key && st.Claim != ClaimUnsigned {
+			return fmt.Sprintf("command %s was started by key %s, not this one", rec.Agg.ID, st.Claim)
+		}
+		return ""
+	}
 	if d, ok := rec.Data.(events.CommandStopRequested); ok {
 		if c != nil && c.Kind == CauseWorker && c.Event == WorkerStopping {
 			// A worker shutting down stops the commands it runs: its
@@ -307,13 +319,7 @@ func WorkerPermits(rec events.Envelope, key string, st AggState) string {
 			if !strings.HasPrefix(d.By, "worker ") {
 				return fmt.Sprintf("a worker stopping stops command %s by \"worker <id>\", not by %q", rec.Agg.ID, d.By)
 			}
-			if st.Claim == "" {
-				return fmt.Sprintf("command %s was not started", rec.Agg.ID)
-			}
-			if st.Claim != key && st.Claim != ClaimUnsigned {
-				return fmt.Sprintf("command %s was started by key %s, not this one", rec.Agg.ID, st.Claim)
-			}
-			return ""
+			return ownedBy()
 		}
 		if !sessionEnd || st.Session == "" || d.By != "session "+st.Session {
 			return fmt.Sprintf("a worker stops command %s only for its session's end (cause session/session.ended, by %q) or, its own, as it stops itself (cause %s/%s)", rec.Agg.ID, "session "+st.Session, CauseWorker, WorkerStopping)
@@ -334,15 +340,6 @@ func WorkerPermits(rec events.Envelope, key string, st AggState) string {
 			kind = c.Kind
 		}
 		return fmt.Sprintf("a worker may append only what it caused itself, not an event caused by %s", kind)
-	}
-	ownedBy := func() string {
-		if st.Claim == "" {
-			return fmt.Sprintf("command %s was not started", rec.Agg.ID)
-		}
-		if st.Claim != key && st.Claim != ClaimUnsigned {
-			return fmt.Sprintf("command %s was started by key %s, not this one", rec.Agg.ID, st.Claim)
-		}
-		return ""
 	}
 	// moves checks a phase move a worker's decision made: an attach
 	// moves a ready session to working, a detach settles a working one
