@@ -265,16 +265,12 @@ func (d Dir) LockOver(ctx context.Context, role string, wait func(holder string)
 		if !errors.Is(err, ErrBusy) {
 			return f, err
 		}
-		b, _ := os.ReadFile(d.Path("lock"))
-		owner, whole := lockLine(b)
-		role, _, _ := strings.Cut(owner, " pid ")
-		_, pid, _ := strings.Cut(owner, " pid ")
-		n, _ := strconv.Atoi(pid)
+		owner, held, n, whole := d.holder()
 		switch {
-		case whole && !strings.HasSuffix(role, ReaderMark) && time.Since(start) < EndingWait && ending(n):
+		case whole && !strings.HasSuffix(held, ReaderMark) && time.Since(start) < EndingWait && ending(n):
 			// A writer on its way out (killed, exiting): its lock goes
 			// when its files close.
-		case whole && !strings.HasSuffix(role, ReaderMark):
+		case whole && !strings.HasSuffix(held, ReaderMark):
 			return nil, err // a writer: not ours to take over
 		case !whole && time.Since(start) > time.Second:
 			return nil, err // a holder that never says who it is
@@ -302,10 +298,7 @@ func (d Dir) WaitEnding(ctx context.Context) bool {
 		if d.WriterHolds() == nil {
 			return true
 		}
-		b, _ := os.ReadFile(d.Path("lock"))
-		owner, whole := lockLine(b)
-		_, pid, _ := strings.Cut(owner, " pid ")
-		n, _ := strconv.Atoi(pid)
+		_, _, n, whole := d.holder()
 		if !whole || time.Since(start) >= EndingWait || !ending(n) {
 			return false
 		}
@@ -315,6 +308,17 @@ func (d Dir) WaitEnding(ctx context.Context) bool {
 		case <-time.After(HandoverPoll):
 		}
 	}
+}
+
+// holder reads the lock file's line as Lock writes it: the owner
+// ("<role> pid <pid>"), its role and pid, and whether the line is whole
+// (a holder that has not written it yet has none).
+func (d Dir) holder() (owner, role string, pid int, whole bool) {
+	b, _ := os.ReadFile(d.Path("lock"))
+	owner, whole = lockLine(b)
+	role, p, _ := strings.Cut(owner, " pid ")
+	pid, _ = strconv.Atoi(p)
+	return owner, role, pid, whole
 }
 
 // EndingWait is how long LockOver waits for the lock of a writer that
