@@ -581,19 +581,10 @@ func underReserve(dd datadir.Dir) (detail, fix string) {
 	if _, err := os.Stat(at); err != nil {
 		at = string(dd)
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(at, &st); err != nil {
+	s, short := diskfull.ShortOf(at)
+	if !short {
 		return "", ""
 	}
-	reserve, err := diskfull.Reserve(at)
-	if err != nil {
-		return "", ""
-	}
-	free := int64(st.Bavail) * int64(st.Bsize)
-	if free >= reserve {
-		return "", ""
-	}
-	size := int64(st.Blocks) * int64(st.Bsize)
-	return fmt.Sprintf("%s has %d bytes free, under the log's reserve of %d MiB: serve holds every append until a quarter more than the reserve is free", at, free, reserve>>20),
-		fmt.Sprintf("free space on its file system (%d MiB in all; the reserve is a sixteenth of it, at least %d MiB, at most %d MiB); a running serve goes on by itself", size>>20, diskfull.MinReserve>>20, diskfull.MaxReserve>>20)
+	return fmt.Sprintf("%s has %d bytes free, under the log's reserve of %d MiB: serve holds every append until a quarter more than the reserve is free", at, s.Free, s.Reserve>>20),
+		fmt.Sprintf("free space on its file system (%d MiB in all; the reserve is a sixteenth of it, at least %d MiB, at most %d MiB); a running serve goes on by itself", s.Size>>20, diskfull.MinReserve>>20, diskfull.MaxReserve>>20)
 }

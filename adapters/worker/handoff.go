@@ -51,10 +51,6 @@ func (h *Handoff) offer(id, session string) {
 		return
 	}
 	h.mu.Lock()
-	if _, ok := h.taking[id]; ok {
-		h.mu.Unlock()
-		return
-	}
 	ws := h.workers
 	first := h.next
 	h.next++
