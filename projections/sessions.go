@@ -187,6 +187,38 @@ func (s *Store) Session(id string) (session.State, error) {
 	return rowOf[session.State](s, "session", SessionPrefix, id)
 }
 
+// SessionHead returns the committed row of session id without what
+// grows with the session's life: the ids it remembers to settle
+// duplicates (RecentKeys, RecentClosed, Calls, LineIDs, Unfinished,
+// Inferred) and its Usage are left zero, never decoded. It is what a
+// reader of the session's phase, mode and owner asks (an exec's
+// checks): a long session's row is tens of KB, nearly all of it those
+// fields. Errors are Session's.
+func (s *Store) SessionHead(id string) (session.State, error) {
+	h, err := rowOf[sessionHead](s, "session", SessionPrefix, id)
+	return h.State, err
+}
+
+// sessionHead decodes a session row into State, its fields named here
+// passed over: each shadows State's field of the same JSON name, and
+// skipJSON keeps nothing of its value.
+type sessionHead struct {
+	session.State
+	RecentKeys   skipJSON `json:"recent_keys"`
+	RecentClosed skipJSON `json:"recent_closed"`
+	Calls        skipJSON `json:"calls"`
+	LineIDs      skipJSON `json:"line_ids"`
+	Unfinished   skipJSON `json:"unfinished"`
+	Inferred     skipJSON `json:"inferred"`
+	Usage        skipJSON `json:"usage"`
+}
+
+// skipJSON is a field whose JSON value is read past and kept nowhere.
+type skipJSON struct{}
+
+// UnmarshalJSON keeps nothing of b.
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
 // Sessions returns the started sessions in phase (an events.Phase
 // constant), or every started session when phase is "", ordered by id,
 // from one snapshot.

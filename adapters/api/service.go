@@ -640,10 +640,12 @@ func (s *Service) Sessions(ctx context.Context, data []byte) (any, error) {
 type SessionRequest struct {
 	ID string `json:"id"`
 	// RowOnly asks for the session's own row alone (with Checkpoint and
-	// Stale): Children, Cards and Commands come back empty and Subagents
-	// nil, so the answer's size does not grow with the session's
-	// commands and subagents. What a caller that needs only the
-	// session's phase and mode asks (exec).
+	// Stale), without what grows with its life
+	// (projections.Store.SessionHead: the ids it remembers, its Usage):
+	// Children, Cards and Commands come back empty and Subagents nil,
+	// so the answer's size does not grow with the session's history,
+	// commands or subagents. What a caller that needs only the
+	// session's phase, mode and owner asks (exec).
 	RowOnly bool `json:"row_only,omitempty"`
 }
 
@@ -716,7 +718,11 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.Store.Session(req.ID)
+	read := s.Store.Session
+	if req.RowOnly {
+		read = s.Store.SessionHead
+	}
+	st, err := read(req.ID)
 	if err != nil {
 		return nil, err
 	}
