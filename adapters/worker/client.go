@@ -201,7 +201,12 @@ func (c *Client) Request(ctx context.Context, id string, req command.Request, ac
 	// to a read only if the id is taken (a retry, or a clash).
 	evs, err := decide(command.Init(agg))
 	fresh := false // appended without a read: a new command
+	var res *reservation
 	if err == nil {
+		// A worker of this process claims the command while its request
+		// is appended (Handoff.reserve); settled on every path below.
+		res = c.cfg.Handoff.reserve(id, req.Session)
+		defer res.settle(false)
 		_, err = appendAt(ctx, c.cfg.Log, c.cfg.Reg, c.cfg.IDs, c.cfg.Host, c.cfg.Actor, 0, 0, evs)
 		fresh = err == nil
 	}
@@ -229,7 +234,9 @@ func (c *Client) Request(ctx context.Context, id string, req command.Request, ac
 		// Once the evictions it decided are on the log: the command is
 		// admitted against the session's active commands as they are
 		// after them.
-		c.cfg.Handoff.offer(id, req.Session)
+		if !res.settle(true) {
+			c.cfg.Handoff.offer(id, req.Session)
+		}
 	}
 	return evicted, nil
 }

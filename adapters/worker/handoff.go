@@ -13,6 +13,11 @@ import (
 // its workers (Config.Handoff) and to the clients of its exec socket
 // (ClientConfig.Handoff).
 //
+// When a worker has a free slot before the append, the client reserves
+// it (reserve) and the command's claim is made for that worker while
+// the request is appended, so that the two writes' waits overlap
+// rather than add up.
+//
 // It changes who begins a command, not what may run: the worker takes
 // the command exactly as it takes a delivered request (claim, the
 // command read from the log, admission, command.started appended
@@ -60,6 +65,52 @@ func (h *Handoff) offer(id, session string) {
 			return
 		}
 	}
+}
+
+// reserve holds a free slot of a worker of h that takes requests, the
+// workers in turn, for command id, whose request naming session is
+// about to be appended, and makes the command's claim for that worker
+// while the append is under way, rather than after it. The caller
+// settles the reservation once it knows whether the request is on the
+// log. It returns nil (no reservation, which settles as nothing) when
+// no worker has a free slot or id is being taken already.
+func (h *Handoff) reserve(id, session string) *reservation {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	ws := h.workers
+	first := h.next
+	h.next++
+	h.mu.Unlock()
+	for i := range ws {
+		if r := ws[(first+i)%len(ws)].reserve(h, id, session); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// A reservation is a worker's slot held for a command whose request is
+// being appended (Handoff.reserve). Its take waits, on a goroutine of
+// the worker's intake, for settle.
+type reservation struct {
+	appended chan bool // settle's one value
+	once     sync.Once
+}
+
+// settle tells r's take whether the request is on the log, with the
+// evictions it decided: true begins the take as Handoff.offer would,
+// with the claim already made; false lets go of the claim and the
+// slot, and the consumer delivers the request as usual. Only the first
+// call counts; it reports whether r was there to settle (false for a
+// nil r).
+func (r *reservation) settle(appended bool) bool {
+	if r == nil {
+		return false
+	}
+	r.once.Do(func() { r.appended <- appended })
+	return true
 }
 
 // add makes w one of the workers h offers requests to.
@@ -164,6 +215,74 @@ func (w *Worker) offer(h *Handoff, id, session string) bool {
 	})
 	return true
 }
+
+// reserve is Handoff.reserve on w: it takes a free slot, if the intake
+// takes requests and one is free, marks id as being taken, and starts
+// the reservation's take on a goroutine of the intake's: it creates
+// id's claim for w, waits for settle (or for the intake's end, which
+// settles it as not appended), then takes id with that claim, or lets
+// go of the claim and the slot.
+//
+// The claim exists, for a moment, before the request does. A worker of
+// another process delivered id meanwhile (a retried request of a
+// command already on the log, waiting for its workspace) finds it
+// held by a live worker and looks again later, as it does for any
+// claim held.
+func (w *Worker) reserve(h *Handoff, id, session string) *reservation {
+	w.takerMu.Lock()
+	defer w.takerMu.Unlock()
+	t := w.taker
+	if t == nil || t.ctx.Err() != nil {
+		return nil
+	}
+	select {
+	case w.slots <- struct{}{}:
+	default:
+		return nil
+	}
+	if !h.begin(id) {
+		<-w.slots
+		return nil
+	}
+	r := &reservation{appended: make(chan bool, 1)}
+	t.handlers.Go(func() {
+		_, err := w.claims.Create(t.ctx, id, []byte(w.id.ID))
+		claimed := err == nil
+		var appended bool
+		select {
+		case appended = <-r.appended:
+		case <-t.ctx.Done():
+		}
+		if !appended {
+			if claimed {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), unclaimWithin)
+				w.unclaim(ctx, id)
+				cancel()
+			}
+			h.end(id, false)
+			<-w.slots
+			return
+		}
+		mark(id, StageDelivered)
+		claim := w.claim
+		if claimed {
+			claim = func(context.Context, string) (verdict, error) { return verdictStarted, nil }
+		}
+		v, err := w.takeClaiming(t.ctx, t.procCtx, id, session, claim)
+		if err != nil {
+			w.log.Warn("take command", "command", id, "err", err)
+		}
+		h.end(id, v == verdictStarted || v == verdictDone)
+		if v != verdictStarted {
+			<-w.slots
+		}
+	})
+	return r
+}
+
+// unclaimWithin bounds letting go of a reservation's claim when its
+// request did not land: a claim left behind lapses with its worker.
+const unclaimWithin = 5 * time.Second
 
 // lend lets w's Handoff, if any, pass it requests taken with ctx and
 // procCtx, their takes in handlers, until the returned func is called;

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -198,4 +199,63 @@ func countOf(xs []string, x string) int {
 		}
 	}
 	return n
+}
+
+// A reservation whose request does not land as a new command lets go
+// of what it took: a retried request of a command already on the log
+// (requested by a client without the Handoff while the consumer is
+// paused, so nothing has claimed it) reserves a worker, claims the
+// command meanwhile, finds the id taken and settles as not appended:
+// the claim is let go, the worker's slot freed and the Handoff keeps
+// nothing, so the consumer's delivery starts the command, once.
+func TestHandoff_ReservationLetGoWhenNotAppended(t *testing.T) {
+	e := newEnv(t, false)
+	h, ws, cl := handoffEnv(t, e, 1)
+	js, err := jetstream.New(e.srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PauseConsumer(t.Context(), natslog.StreamName, DurableName, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := NewClient(ClientConfig{Conn: e.srv.Conn(), Log: e.log, Reg: e.reg, Actor: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ulid.Make().String()
+	req := e.request(events.ModeFullAccess, "echo", "once")
+	req.At = time.Now().UTC().Truncate(time.Microsecond) // the retry is the same request
+	if _, err := plain.Request(t.Context(), id, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := ws[0]
+	if _, err := cl.Request(t.Context(), id, req, nil); err != nil {
+		t.Fatalf("retried request: %v", err)
+	}
+	e.waitFor("the reservation let go", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		// At most the intake's own slot, held while it waits for a
+		// delivery.
+		return len(h.taking) == 0 && len(w.slots) <= 1
+	})
+	if _, err := w.claims.Get(t.Context(), id); err == nil {
+		t.Fatalf("command %s is claimed after a reservation whose request did not land; want the claim let go", id)
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatal(err)
+	}
+	if got := e.types(id); countOf(got, "command.started") != 0 {
+		t.Fatalf("command %s events %v before its delivery: want no start", id, got)
+	}
+	if _, err := js.ResumeConsumer(t.Context(), natslog.StreamName, DurableName); err != nil {
+		t.Fatal(err)
+	}
+	st, out := e.follow(id, 20*time.Second)
+	if st.Status != "exited" || out.stream("stdout") != "once\n" {
+		t.Fatalf("command %s ended %s, stdout %q; want exited, %q", id, st.Status, out.stream("stdout"), "once\n")
+	}
+	settledDeliveries(t, e)
+	if got := e.types(id); countOf(got, "command.started") != 1 {
+		t.Fatalf("command %s events %v: want command.started once", id, got)
+	}
 }

@@ -172,6 +172,13 @@ func (w *Worker) take(ctx, procCtx context.Context, id string) (verdict, error) 
 // read: admission takes it when the command, as read, belongs to that
 // session, and reads the session itself otherwise.
 func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verdict, error) {
+	return w.takeClaiming(ctx, procCtx, id, session, w.claim)
+}
+
+// takeClaiming is takeFor with claim the way command id is claimed
+// (Worker.claim, or a Handoff reservation's claim made while the
+// request was appended).
+func (w *Worker) takeClaiming(ctx, procCtx context.Context, id, session string, claim func(context.Context, string) (verdict, error)) (verdict, error) {
 	var pre chan sessionRead
 	if session != "" {
 		pre = make(chan sessionRead, 1)
@@ -221,7 +228,7 @@ func (w *Worker) takeFor(ctx, procCtx context.Context, id, session string) (verd
 		}
 		rc <- read{st, last, err, hc, h.hide, h.keep}
 	}()
-	v, err := w.claim(ctx, id)
+	v, err := claim(ctx, id)
 	r := <-rc
 	if v == verdictLater {
 		// Another live worker holds it: drop it for good once it has
