@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -232,6 +233,26 @@ func (e *testEnv) follow(id string, d time.Duration) (command.State, *output) {
 	st, err := e.client.Watch(ctx, id, WatchOptions{Follow: true}, out.add)
 	if err != nil {
 		e.t.Fatalf("watch %s (status %s, output %q): %v", id, st.Status, tail(out.all.String()), err)
+	}
+	return st, out
+}
+
+// followMoving is follow for a command whose output is large: it fails
+// only once nothing of the command has been read for still, however
+// long the whole takes (a loaded machine, the race detector).
+func (e *testEnv) followMoving(id string, still time.Duration) (command.State, *output) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancelCause(e.t.Context())
+	defer cancel(nil)
+	idle := time.AfterFunc(still, func() { cancel(fmt.Errorf("nothing read for %v", still)) })
+	defer idle.Stop()
+	out := &output{}
+	st, err := e.client.Watch(ctx, id, WatchOptions{Follow: true}, func(c Chunk) error {
+		idle.Reset(still)
+		return out.add(c)
+	})
+	if err != nil {
+		e.t.Fatalf("watch %s (status %s, %d bytes read, output %q): %v (%v)", id, st.Status, out.all.Len(), tail(out.all.String()), err, context.Cause(ctx))
 	}
 	return st, out
 }
