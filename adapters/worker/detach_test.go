@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -41,12 +43,15 @@ func TestDetach_SessionMovingUnderIt(t *testing.T) {
 		return false
 	})
 	agg := events.Aggregate{Kind: events.KindSession, ID: e.session}
+	// The commands run until the test lets them exit, however long the
+	// twelve take to start on a loaded machine.
+	release := filepath.Join(t.TempDir(), "exit")
 	var ids []string
 	for range 12 {
-		ids = append(ids, e.submit(e.request(events.ModeFullAccess, "sleep", "1")))
+		ids = append(ids, e.submit(e.request(events.ModeFullAccess, "sh", "-c", `while [ ! -e "$0" ]; do sleep 0.05; done`, release)))
 	}
 	// The entries are opened on a quiet session; the session moves
-	// without pause while the commands run and exit.
+	// without pause while the commands exit.
 	e.waitFor("every command's entry open", func() bool { return len(e.sessionState().Entries) == len(ids) })
 	ctx, stop := context.WithCancel(t.Context())
 	var hogs sync.WaitGroup
@@ -66,6 +71,9 @@ func TestDetach_SessionMovingUnderIt(t *testing.T) {
 		})
 	}
 	defer func() { stop(); hogs.Wait() }()
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range ids {
 		if st, _ := e.follow(id, 30*time.Second); st.Status != "exited" {
 			t.Fatalf("command %s ended %s, want exited", id, st.Status)
@@ -105,5 +113,82 @@ func TestDetach_SessionMovingUnderIt(t *testing.T) {
 			t.Fatalf("%d command entries opened, %d left open 15 s after the session stopped moving: %v", opened, len(open), open)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAttach_SessionMovingUnderIt: while other writers move the
+// session without pause, every command taken meanwhile still opens its
+// entry on the session before it runs: an attach that meets a moved
+// session time after time tries again rather than let the command run
+// with the session not working.
+func TestAttach_SessionMovingUnderIt(t *testing.T) {
+	e := newEnv(t, false)
+	w, err := New(e.workerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One attempt a round, as in TestDetach_SessionMovingUnderIt.
+	w.sessions.Attempts = 1
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.waitFor("worker registered", func() bool {
+		ws, _ := e.client.Workers(t.Context())
+		for _, id := range ws {
+			if id.ID == w.Identity().ID {
+				return true
+			}
+		}
+		return false
+	})
+	agg := events.Aggregate{Kind: events.KindSession, ID: e.session}
+	ctx, stop := context.WithCancel(t.Context())
+	var hogs sync.WaitGroup
+	for range 4 {
+		hog := &events.Executor[session.State]{
+			Log: e.log, Reg: e.reg, Init: session.Init, Evolve: session.Evolve,
+			IDs: ulid.Make, Host: "h", Actor: "hog", Attempts: 1000,
+		}
+		hogs.Go(func() {
+			for ctx.Err() == nil {
+				_, _, _ = hog.Execute(ctx, agg, func(session.State) (events.Decision, error) {
+					return events.One(events.SessionActivityChanged{From: "thinking", To: "thinking"}, time.Now().UTC(), events.Cause{Kind: "cli", Event: "test", Ref: "hog"}), nil
+				})
+			}
+		})
+	}
+	defer func() { stop(); hogs.Wait() }()
+	var ids []string
+	for range 8 {
+		ids = append(ids, e.submit(e.request(events.ModeFullAccess, "true")))
+	}
+	// The commands are taken while the session moves; it moves for a
+	// while longer than eight attempts of an attach last, then stops.
+	// Under writers that never pause, an attach waits for as long as
+	// its append may (DefaultAppendTimeout) before its command runs
+	// without it.
+	time.AfterFunc(1500*time.Millisecond, stop)
+	for _, id := range ids {
+		if st, _ := e.follow(id, 30*time.Second); st.Status != "exited" {
+			t.Fatalf("command %s ended %s, want exited", id, st.Status)
+		}
+	}
+	stop()
+	hogs.Wait()
+	recs, _, err := e.log.Load(t.Context(), agg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := map[string]bool{}
+	for _, r := range recs {
+		if d, ok := r.Data.(events.SessionEntryOpened); ok {
+			opened[d.EntryID] = true
+		}
+	}
+	for _, id := range ids {
+		if !opened[EntryID(id)] {
+			t.Errorf("command %s ran without its entry opened on its session", id)
+		}
 	}
 }

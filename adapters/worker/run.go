@@ -811,16 +811,21 @@ func EntryID(commandID string) string { return "cmd-" + commandID }
 // not exist gets no entry; its command runs anyway. The entry's cause
 // names the command by its id: the attach is in flight beside the
 // command.started append, which may lose its check and never be stored.
+// A session that keeps moving under the attach is tried again
+// (sessionRetry) until ctx ends: the process waits for it, so that the
+// session is working before anything of the command runs.
 func (w *Worker) attach(ctx context.Context, j *job, st command.State) (ended bool) {
 	agg := events.Aggregate{Kind: events.KindSession, ID: st.Session}
 	cause := events.Cause{Kind: "worker", Event: "command.started", Detail: st.ID, Ref: st.ID}
 	activity := "command:" + w.cfg.Redactor.Redact(path.Base(st.Argv[0]))
-	_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
+	at := w.now()
+	err := w.sessionRetry(ctx, agg, func(s session.State) (events.Decision, error) {
+		ended = false
 		if s.Phase == events.PhaseEnded {
 			ended = true
 			return nil, nil
 		}
-		return session.Decide(s, session.Attach{EntryID: j.entry, Activity: activity, At: w.now(), Cause: cause})
+		return session.Decide(s, session.Attach{EntryID: j.entry, Activity: activity, At: at, Cause: cause})
 	})
 	if err != nil {
 		w.log.Info("not attached to its session", "command", st.ID, "session", st.Session, "why", err)
@@ -856,33 +861,41 @@ func (w *Worker) detach(ctx context.Context, commandID, sessionID, outcome strin
 	}
 	agg := events.Aggregate{Kind: events.KindSession, ID: sessionID}
 	at := w.now()
+	err := w.sessionRetry(ctx, agg, func(s session.State) (events.Decision, error) {
+		return session.Decide(s, session.Detach{EntryID: EntryID(commandID), Outcome: outcome, At: at, Cause: cause})
+	})
+	if err != nil {
+		w.log.Warn("detach from session", "command", commandID, "session", sessionID, "err", err)
+	}
+}
+
+// sessionRetry decides on session agg and appends the result, as
+// Executor.Execute does; a session many writers move at once (hooks,
+// other workers' entries) can refuse an append again and again, so an
+// Execute whose attempts all met a moved session is tried again after a
+// pause that grows, apart from the other writers (who may be other
+// workers pausing too), up to detachPatience or ctx's end. It returns
+// Execute's last error: nil once the decision is on the log.
+func (w *Worker) sessionRetry(ctx context.Context, agg events.Aggregate, decide func(session.State) (events.Decision, error)) error {
 	deadline := time.Now().Add(detachPatience)
 	pause := 5 * time.Millisecond
 	for {
-		_, _, err := w.sessions.Execute(ctx, agg, func(s session.State) (events.Decision, error) {
-			return session.Decide(s, session.Detach{EntryID: EntryID(commandID), Outcome: outcome, At: at, Cause: cause})
-		})
-		if err == nil {
-			return
+		_, _, err := w.sessions.Execute(ctx, agg, decide)
+		if err == nil || !errors.Is(err, events.ErrConflict) || time.Now().After(deadline) {
+			return err
 		}
-		if !errors.Is(err, events.ErrConflict) || time.Now().After(deadline) {
-			w.log.Warn("detach from session", "command", commandID, "session", sessionID, "err", err)
-			return
-		}
-		// Apart from the other writers of the session, who may be
-		// other workers pausing too.
 		select {
 		case <-ctx.Done():
-			w.log.Warn("detach from session", "command", commandID, "session", sessionID, "err", err)
-			return
+			return err
 		case <-time.After(pause/2 + rand.N(pause)):
 		}
 		pause = min(2*pause, time.Second)
 	}
 }
 
-// detachPatience is how long a detach goes on trying a session that
-// keeps moving under it (see detach).
+// detachPatience is how long an attach or a detach goes on trying a
+// session that keeps moving under it (see sessionRetry); an attach is
+// bounded by its append's timeout first.
 const detachPatience = time.Minute
 
 // supervise waits for j's process, reports its exit and detaches it.
