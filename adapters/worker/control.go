@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,27 @@ func bootID() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// pidOnHost returns the pid worker id names (newIdentity's
+// "<host>-<pid>-<ulid>") when the id is of a worker of host.
+func pidOnHost(worker, host string) (int, bool) {
+	rest, ok := strings.CutPrefix(worker, token(host)+"-")
+	if !ok {
+		return 0, false
+	}
+	pidText, start, ok := strings.Cut(rest, "-")
+	if !ok || strings.Contains(start, "-") {
+		return 0, false
+	}
+	if _, err := ulid.ParseStrict(start); err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 || strconv.Itoa(pid) != pidText {
+		return 0, false
+	}
+	return pid, true
 }
 
 // procStart returns the start time of process pid in clock ticks after
@@ -370,7 +392,7 @@ func (w *Worker) reap(ctx context.Context) {
 	for _, v := range cands {
 		reason, ok := verdicts[v.t.worker]
 		if !ok {
-			dead, why := w.judge(ctx, v.t.worker, false)
+			dead, why := w.judge(ctx, v.t.worker, v.t.host, false)
 			if dead {
 				reason = why
 			}
@@ -394,10 +416,21 @@ func (w *Worker) reap(ctx context.Context) {
 // missing is dead once it has been missing for half the TTL as seen by
 // this worker (so a server restart that lost or expired every key does
 // not kill live workers), or at once with now set. A worker on this host
-// is dead as soon as its process is.
-func (w *Worker) judge(ctx context.Context, worker string, now bool) (bool, string) {
+// is dead as soon as its process is: by its key's identity while the
+// key lives, and, once it has lapsed, when host (the host its command
+// started on, as command.started says; "" when not known) is this
+// worker's and no process has the pid the worker's id names
+// (pidOnHost).
+func (w *Worker) judge(ctx context.Context, worker, host string, now bool) (bool, string) {
 	e, err := w.beats.Get(ctx, worker)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		if pid, ok := pidOnHost(worker, w.id.Host); ok && host == w.id.Host {
+			// Its key lapsed, but it ran here, and no process has its
+			// pid: it is gone, whenever this worker came to look.
+			if _, err := procStart(pid); errors.Is(err, fs.ErrNotExist) {
+				return true, ReasonGone
+			}
+		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		since, seen := w.missing[worker]

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
@@ -90,9 +92,10 @@ func TestHelperWorker(t *testing.T) {
 func TestWorker_KilledWorker(t *testing.T) {
 	t.Parallel()
 	// A worker process is killed with SIGKILL while its command writes
-	// output; a worker started afterwards on the same host finds the
-	// command orphaned at once (the process is gone), abandons it, and the
-	// output stored up to the kill stays, each byte once.
+	// output; a worker started afterwards on the same host, once the
+	// killed one's key has lapsed, finds the command orphaned at once
+	// (the process is gone), abandons it as worker_gone, and the output
+	// stored up to the kill stays, each byte once.
 	e := newEnv(t, true)
 	mode := events.ModeWorkspaceWrite
 	if sandbox.Available(t.Context(), "") != nil {
@@ -122,6 +125,20 @@ func TestWorker_KilledWorker(t *testing.T) {
 	}
 	child.Wait()
 	_, before := e.read(id)
+	// However late the next worker comes, after the killed one's key has
+	// lapsed too, it finds the process gone: the mark says so.
+	js, err := jetstream.New(e.srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	beats, err := js.KeyValue(t.Context(), HeartbeatBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the killed worker's key lapsed", func() bool {
+		_, err := beats.Get(t.Context(), victim.ID)
+		return errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted)
+	})
 
 	e.startWorker(e.workerConfig())
 	st, after := e.follow(id, 10*time.Second)
@@ -325,4 +342,31 @@ func sweepsAHeldBoundary(t *testing.T, withLedger bool) {
 		}
 		return n == 0
 	})
+}
+
+// pidOnHost takes the pid from a worker id of the host named, and from
+// no other: not one of another host whose name begins the same, nor a
+// malformed one.
+func TestPidOnHost(t *testing.T) {
+	start := "01M97QF0NFFAA0DT9R5RYSFZ01"
+	for _, c := range []struct {
+		worker, host string
+		pid          int
+		ok           bool
+	}{
+		{"vm-22078-" + start, "vm", 22078, true},
+		{"my-host-7-" + start, "my-host", 7, true},
+		{"my-host-7-" + start, "my", 0, false},
+		{"my-5-7-" + start, "my", 0, false},
+		{"host_local-7-" + start, "host.local", 7, true},
+		{"vm-0-" + start, "vm", 0, false},
+		{"vm-007-" + start, "vm", 0, false},
+		{"vm-7-notaulid", "vm", 0, false},
+		{"vm-7", "vm", 0, false},
+	} {
+		pid, ok := pidOnHost(c.worker, c.host)
+		if pid != c.pid || ok != c.ok {
+			t.Errorf("pidOnHost(%q, %q) = %d, %v; want %d, %v", c.worker, c.host, pid, ok, c.pid, c.ok)
+		}
+	}
 }

@@ -435,7 +435,7 @@ func (w *Worker) claim(ctx context.Context, id string) (verdict, error) {
 	if holder == w.id.ID {
 		return verdictStarted, nil // ours from an earlier delivery
 	}
-	if dead, _ := w.judge(ctx, holder, true); !dead {
+	if dead, _ := w.judge(ctx, holder, "", true); !dead {
 		return verdictLater, nil
 	}
 	if _, err := w.claims.Update(ctx, id, []byte(w.id.ID), e.Revision()); err != nil {
