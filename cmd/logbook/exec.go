@@ -285,8 +285,8 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if f.key != "" {
 		// A retry: the first run's command, whatever became of its session.
 		if st, err := cl.Command(ctx, f.id); err == nil {
-			if st.Session != f.session || !slices.Equal(st.Argv, argv) {
-				return fmt.Errorf("exec: %w: key %q of session %s names another command (%s)", events.ErrRejected, f.key, f.session, strings.Join(st.Argv, " "))
+			if why := retryDiffers(st, f, argv, ws); why != "" {
+				return fmt.Errorf("exec: %w: key %q of session %s names another command (%s): %s", events.ErrRejected, f.key, f.session, strings.Join(st.Argv, " "), why)
 			}
 			return waitExec(ctx, g, cl, p, f)
 		} else if !errors.Is(err, events.ErrNotFound) {
@@ -325,6 +325,41 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		return err
 	}
 	return waitExec(ctx, g, cl, p, f)
+}
+
+// retryDiffers says how command st, the first run of exec's --key,
+// differs from what this exec asks to run (argv in workspace ws, with
+// f's session, cwd, terminal and, when given, mode), "" when it does
+// not: a retry attaches to a run of the same command only, never to one
+// in another workspace or mode. The environment is not compared: a
+// retry from another shell may inherit another PATH.
+func retryDiffers(st command.State, f execFlags, argv []string, ws string) string {
+	switch {
+	case st.Session != f.session:
+		return "it belongs to session " + st.Session
+	case !slices.Equal(st.Argv, argv):
+		return "it runs another argv"
+	case st.Workspace != ws:
+		return fmt.Sprintf("it runs in workspace %s, not %s", st.Workspace, ws)
+	case st.Cwd != f.cwd:
+		dir := func(cwd string) string {
+			if cwd == "" {
+				return "the workspace's own"
+			}
+			return cwd
+		}
+		return fmt.Sprintf("it runs in directory %s, not %s", dir(st.Cwd), dir(f.cwd))
+	case f.mode != "" && !f.elevate && st.Mode != f.mode:
+		return fmt.Sprintf("it runs in mode %s, not %s", st.Mode, f.mode)
+	case f.elevate && st.Elevation == "":
+		return "it runs without an elevation"
+	case st.TTY != f.tty:
+		if st.TTY {
+			return "it runs on a terminal (--tty)"
+		}
+		return "it runs without a terminal (no --tty)"
+	}
+	return ""
 }
 
 // waitExec prints command f.id's output for up to f.wait (worker.Client.Wait)
