@@ -83,7 +83,7 @@ func (SessionView) Name() string { return "sessions" }
 
 // Version implements View. Bump it when session.State's JSON or the
 // view's keys change.
-func (SessionView) Version() int { return 15 } // 15: observed_at never past the receipt of the observation it was taken from (a projection folded before may hold one months ahead, and keeps it: it only moves forward); 14: the agent types of the subagents a session started; 5: gate reviews, refusals; 6: summary rows; 7: usage and plan limits; 8: activity index; 9: breaker run restarted by a prompt, window by a reset; 10: observed_at on the server's clock, receipts and the agent clock offset; 11: usage per minute, tier and band, context, agent totals; 12: line uuids, the turn's prompt sum and calls; 13: depth, last said, backgrounded tasks, card fields in the summary
+func (SessionView) Version() int { return 16 } // 16: the held transcript line in the summary; 15: observed_at never past the receipt of the observation it was taken from (a projection folded before may hold one months ahead, and keeps it: it only moves forward); 14: the agent types of the subagents a session started; 5: gate reviews, refusals; 6: summary rows; 7: usage and plan limits; 8: activity index; 9: breaker run restarted by a prompt, window by a reset; 10: observed_at on the server's clock, receipts and the agent clock offset; 11: usage per minute, tier and band, context, agent totals; 12: line uuids, the turn's prompt sum and calls; 13: depth, last said, backgrounded tasks, card fields in the summary
 
 // sessionRow is one session being folded.
 type sessionRow struct {

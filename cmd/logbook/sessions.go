@@ -38,7 +38,8 @@ prefix of an id names the session in every command that takes one.
 agent for --older, measured on this host's clock (what arrived live counts
 at its receipt, whatever the agent's clock said). A session waiting for a
 person (a question, a permission prompt, a plan to approve) is listed with
-a line saying since when it waits: that is a fact, not a stale mark. --watch redraws the list whenever an event of a session
+a line saying since when it waits: that is a fact, not a stale mark; so is
+a session held at a transcript line that does not parse, with the line. --watch redraws the list whenever an event of a session
 is appended (through the running server).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -139,6 +140,13 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 		for _, r := range sel {
 			if r.Phase == events.PhaseWaiting {
 				fmt.Fprintf(g.stdout, "%s is waiting for a person (%s) since %s: not stale, it waits until they answer\n", term.Cell(r.ID), term.Cell(term.Dash(r.Activity)), v.Time(r.Since))
+			}
+		}
+		// A held session's silence is Logbook's: the agent wrote on past
+		// a line that does not parse. Never marked stale either.
+		for _, r := range sel {
+			if r.HeldPath != "" {
+				fmt.Fprintf(g.stdout, "%s is held at %s:%d, a line that does not parse: not stale, the lines after it are not imported until it is skipped (import --skip-invalid)\n", term.Cell(r.ID), term.Cell(r.HeldPath), r.HeldLine)
 			}
 		}
 	}

@@ -33,6 +33,10 @@ type Summary struct {
 	Released     bool     `json:"released,omitempty"`
 	Tokens       int64    `json:"tokens,omitempty"`       // its own usage buckets' tokens, summed
 	Backgrounded []string `json:"backgrounded,omitempty"` // State.Backgrounded
+	// HeldPath and HeldLine are State's: the transcript line an import
+	// stopped at, which does not parse ("" and 0: nothing held).
+	HeldPath string `json:"held_path,omitempty"`
+	HeldLine int    `json:"held_line,omitempty"`
 	// SubagentTypes links the subagents the session started to the
 	// agent type it asked for, as State.SubagentTypes holds them (the
 	// same JSON as the session's row, so a summary decoded from a row
@@ -51,6 +55,7 @@ func Summarize(s State) Summary {
 		Since: s.Since, ObservedAt: s.ObservedAt,
 		AgentID: s.AgentID, Depth: s.Depth, LastSaid: s.LastSaid, Released: s.Released,
 		Tokens: s.Tokens(), Backgrounded: s.backgrounded(), SubagentTypes: s.subagentTypes(),
+		HeldPath: s.HeldPath, HeldLine: s.HeldLine,
 	}
 }
 
