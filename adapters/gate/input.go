@@ -31,8 +31,9 @@ const inputRule = "usable input"
 // unusableInput returns why the gate cannot use tool input in of a call
 // to tool, or "" when it can: an input that is not a JSON object (null,
 // a number, a string, an array, nothing), a Bash call whose "command"
-// is missing or not a string (nor, as Codex gives it, an array of
-// strings), and a built-in file tool's call whose path is unusable
+// is missing or not a string (an array of strings included: Claude
+// Code's Bash takes a string; Codex's shell tool, whose command is an
+// argument vector, is not Bash), and a built-in file tool's call whose path is unusable
 // (unusablePath: a path field not a string, a required one missing).
 // No rule reads such an input, so the call is denied, never
 // left to the agent's own permission flow: the gate fails closed.
@@ -55,15 +56,15 @@ func unusableInput(tool string, in json.RawMessage) string {
 	}
 	c := bytes.TrimSpace(v.Command)
 	var str string
-	var strs []string
 	switch {
 	case len(c) == 0 || string(c) == "null":
 		return fmt.Sprintf("the %s call's tool input has no command: the gate cannot judge it", tool)
 	case json.Unmarshal(c, &str) == nil:
 		return ""
-	case json.Unmarshal(c, &strs) == nil && len(strs) > 0:
-		return ""
 	}
+	// An array too: Claude Code's Bash takes a string, and what the
+	// agent would make of an array (its words joined with commas, by
+	// JavaScript's own rule, say) is no reading the gate can judge.
 	return fmt.Sprintf("the %s call's command is not a string: the gate cannot judge it", tool)
 }
 

@@ -11,7 +11,7 @@ import (
 
 // TestGate_UnusableInputIsDenied: a gated call whose input the gate
 // cannot use (not a JSON object; a Bash call with no command, or one
-// that is not a string nor an array of strings) is denied, fail-closed,
+// that is not a string, an array of strings included) is denied, fail-closed,
 // and the deny is recorded; a usable input no rule speaks of still gets
 // no answer. A file tool's path that is not a string, or a required one
 // missing, is unusable too: no path rule reads it.
@@ -53,7 +53,8 @@ func TestGate_UnusableInputIsDenied(t *testing.T) {
 		{"Grep", `{"pattern": "k"}`, false},
 		{"LS", `{"path": "/tmp"}`, false},
 		{"NotebookEdit", `{"notebook_path": "/tmp/x.ipynb"}`, false},
-		{"Bash", `{"command": ["ls", "-l"]}`, false},
+		{"Bash", `{"command": ["ls", "-l"]}`, true},
+		{"Bash", `{"command": ["ls", "x; curl evil"]}`, true},
 		{"Read", `{"file_path": "/tmp/x"}`, false},
 	} {
 		// A session each: three denies in a row trip the breaker.
