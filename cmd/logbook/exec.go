@@ -285,7 +285,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if f.key != "" {
 		// A retry: the first run's command, whatever became of its session.
 		if st, err := cl.Command(ctx, f.id); err == nil {
-			if why := retryDiffers(st, f, argv, ws); why != "" {
+			if why := retryDiffers(st, f, argv, ws, env); why != "" {
 				return fmt.Errorf("exec: %w: key %q of session %s names another command (%s): %s", events.ErrRejected, f.key, f.session, strings.Join(st.Argv, " "), why)
 			}
 			return waitExec(ctx, g, cl, p, f)
@@ -328,12 +328,20 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 }
 
 // retryDiffers says how command st, the first run of exec's --key,
-// differs from what this exec asks to run (argv in workspace ws, with
-// f's session, cwd, terminal and, when given, mode), "" when it does
-// not: a retry attaches to a run of the same command only, never to one
-// in another workspace or mode. The environment is not compared: a
-// retry from another shell may inherit another PATH.
-func retryDiffers(st command.State, f execFlags, argv []string, ws string) string {
+// differs from what this exec asks to run (argv in workspace ws with
+// environment env, with f's session, cwd, terminal and, when given,
+// mode), "" when it does not: a retry attaches to a run of the same
+// command only, never to one in another workspace, mode or environment.
+// Of the environment, the variables passed on from the caller's own
+// (worker.InheritedEnv) are not compared: a retry from another shell
+// may inherit another PATH.
+func retryDiffers(st command.State, f execFlags, argv []string, ws string, env []string) string {
+	named := func(env []string) []string {
+		return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+			k, _, _ := strings.Cut(kv, "=")
+			return slices.Contains(worker.InheritedEnv, k)
+		})
+	}
 	switch {
 	case st.Session != f.session:
 		return "it belongs to session " + st.Session
@@ -353,6 +361,8 @@ func retryDiffers(st command.State, f execFlags, argv []string, ws string) strin
 		return fmt.Sprintf("it runs in mode %s, not %s", st.Mode, f.mode)
 	case f.elevate && st.Elevation == "":
 		return "it runs without an elevation"
+	case !slices.Equal(named(st.Env), named(env)):
+		return "it runs with another environment (its --env)"
 	case st.TTY != f.tty:
 		if st.TTY {
 			return "it runs on a terminal (--tty)"
