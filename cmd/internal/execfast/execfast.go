@@ -102,10 +102,13 @@ func Main(args []string, stdout, stderr io.Writer, logbook string) int {
 }
 
 // parseArgs returns args without --data and its value, and the value
-// (""), or false when args are a case for `logbook exec` itself: help, a
-// flag it does not know, or one of handedFlags. Only what comes before
-// "--" is read as flags.
+// (""), or false when args are a case for `logbook exec` itself: none at
+// all, help, a flag it does not know, or one of handedFlags. Only what
+// comes before "--" is read as flags.
 func parseArgs(args []string) (rest []string, data string, ok bool) {
+	if len(args) == 0 {
+		return nil, "", false // logbook exec says what is missing
+	}
 	rest = make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -30,6 +30,7 @@ func TestParseArgs(t *testing.T) {
 		{"Creds", []string{"--creds=c.json", "--session", "S", "--", "true"}, nil, "", false},
 		{"Socket", []string{"--socket", "/run/logbook", "--session", "S", "--", "true"}, nil, "", false},
 		{"MissingValue", []string{"--session"}, nil, "", false},
+		{"NoArgs", nil, nil, "", false},
 		{"EmptyData", []string{"--data=", "--session", "S", "--", "true"}, nil, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
