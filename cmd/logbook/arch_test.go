@@ -16,6 +16,7 @@ import (
 // TestArchitecture enforces DESIGN.md's import rules: the folders are the
 // architecture, and imports point inward only.
 func TestArchitecture(t *testing.T) {
+	t.Parallel()
 	const mod = "github.com/logbook-dev/logbook"
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", mod+"/...").Output()
 	if err != nil {
@@ -146,6 +147,7 @@ func TestCmdCallsNoReducer(t *testing.T) {
 // (adapters/claude/hookspool). The agents are those of agents(), each in
 // adapters/<its verb>.
 func TestAgentsApart(t *testing.T) {
+	t.Parallel()
 	const mod = "github.com/logbook-dev/logbook"
 	list := agents()
 	agents := make([]string, 0, len(list))
@@ -208,6 +210,7 @@ func TestAgentsApart(t *testing.T) {
 // subpackages, pgregory.net/rapid, go-cmp, testscript) or one of the
 // project's own *test helper packages (projectionstest, sandboxtest, …).
 func TestBinaryDeps(t *testing.T) {
+	t.Parallel()
 	const mod = "github.com/logbook-dev/logbook"
 	out, err := exec.Command("go", "list", "-deps", mod+"/cmd/...").Output()
 	if err != nil {
@@ -331,6 +334,7 @@ func TestHookSockDeps(t *testing.T) {
 // client_model linked, with protobuf's descriptor packages (their
 // initializers build every descriptor of descriptor.proto).
 func TestLogbookStartDeps(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "github.com/logbook-dev/logbook/cmd/logbook").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)

@@ -14,6 +14,7 @@ import (
 // password: the error names the position and never the value, and
 // neither the log's messages (read raw) nor serve's log hold the value.
 func TestExec_RefusesSecretBearingArgs(t *testing.T) {
+	t.Parallel()
 	data, ws := t.TempDir(), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

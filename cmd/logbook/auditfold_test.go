@@ -63,6 +63,7 @@ func foldSession(n, later int) []events.Record {
 // where an observation comes batches after the events that name it is
 // found not exact (sessionAudit folds it whole).
 func TestTimelineFold(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		recs      []events.Record
@@ -104,6 +105,7 @@ func TestTimelineFold(t *testing.T) {
 // said: the records before its last foldTail are folded by the time the
 // last of them is added, and the items are those of the whole session.
 func TestTimelineFold_LastBatchShort(t *testing.T) {
+	t.Parallel()
 	recs := foldSession(3*foldBatch+600, 0)
 	var f timelineFold
 	f.size(uint64(len(recs)))

@@ -318,6 +318,7 @@ func TestAudit_SessionOfForgeriesOnly(t *testing.T) {
 // event appended after it is quarantined even when it is dated before
 // signing began.
 func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	dd := dataDir(data)
 	if err := dd.ensure(); err != nil {
@@ -396,6 +397,7 @@ func TestSigning_BeginsOnALogWrittenUnsigned(t *testing.T) {
 // the worker role, and the pinned admin key. A verdict signed with it is
 // out of the worker's role: replay --verify names it and its principal.
 func TestCredsIssue_CarriesARegisteredKey(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--fsync", "interval")
 	dd := dataDir(data)

@@ -21,6 +21,7 @@ import (
 // which holds the admin key, says its key was revoked, registers a new
 // one and appends the hook. No reader quarantines anything.
 func TestKeys_RevokedKeyRefusesAppends(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	logs := serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--fsync", "interval")
 	dd := dataDir(data)

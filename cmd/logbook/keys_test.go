@@ -104,6 +104,7 @@ func TestKeys_Commands(t *testing.T) {
 // start before, so only the last serve's key is live; the data dir's
 // local, writer and worker keys stay live.
 func TestServe_RevokesItsEarlierKey(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	for range 3 {
 		ctx, stop := context.WithCancel(t.Context())

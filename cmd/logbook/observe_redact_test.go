@@ -20,6 +20,7 @@ import (
 // `audit`, `events tail --json` or the pending decisions. An at that is
 // not RFC 3339 is refused naming the field and the format.
 func TestObservations_RedactedEndToEnd(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)

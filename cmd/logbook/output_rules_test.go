@@ -19,6 +19,7 @@ import (
 // and split across two writes, and the lb.out messages read straight
 // from the log do not hold it. exec refuses the same string in argv.
 func TestExec_OutputRedactedByRedactTxt(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("commands need bubblewrap")
 	}

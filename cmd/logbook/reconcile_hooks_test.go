@@ -218,6 +218,7 @@ func checkHooksDecided(t *testing.T, recs []events.Record) {
 // which finds the agent process gone, decides nothing on it (no
 // agent_gone end, nothing abandoned).
 func TestReconciler_SpooledHooksDecideFirst(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	serveArgs := []string{"--workers", "0", "--fsync", "interval", "--reconcile-every", "100ms"}
 	_, stop := serveStoppable(t, data, serveArgs...)
@@ -438,6 +439,7 @@ func TestReconciler_DispatcherIsNotTheAgent(t *testing.T) {
 // the namespace, once with this host's /proc left in place, whose pids
 // the hook cannot name a namespace for.
 func TestReconciler_AgentInPidNamespace(t *testing.T) {
+	t.Parallel()
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("no unshare")

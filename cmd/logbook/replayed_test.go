@@ -25,6 +25,7 @@ import (
 // replay --verify (exit 1) rather than taken for a log that ends before
 // the live checkpoint.
 func TestReplayedCopy_Quarantined(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	serveInProcess(t, data, "--workers", "0", "--reconcile-every", "0", "--fsync", "interval")
 	dd := dataDir(data)

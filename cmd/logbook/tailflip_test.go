@@ -21,6 +21,7 @@ import (
 // covers the hole), saying only that no checkpoint is signed over a log
 // with a hole.
 func TestStreamLoss_TailDamagedInPlace(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	run := func(args ...string) (string, error) {
 		var out syncBuffer

@@ -208,6 +208,7 @@ func TestTop_TmuxAllowIsRecordedAsThePerson(t *testing.T) {
 // next reads reach the new serve, and the header names it, rather than
 // "connection closed" until top is started again.
 func TestTop_ReconnectsToRestartedServe(t *testing.T) {
+	t.Parallel()
 	bin := soakBuild(t)
 	data := t.TempDir()
 	startServe := func() *exec.Cmd {

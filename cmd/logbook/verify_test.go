@@ -69,6 +69,7 @@ func seqOf(t *testing.T, data, marker string) uint64 {
 // exit 1 naming the sequence of the message the byte was in; a usage
 // error is exit 2.
 func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	ctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
