@@ -267,6 +267,7 @@ func streamBlocker(t *testing.T, target, how string) string {
 // polling every 5s", and sessions that start and wait afterwards show
 // without a reload.
 func TestBoard_PollsWhenTheStreamIsBlocked(t *testing.T) {
+	t.Parallel() // its cases run beside the package's other tests, not before them
 	for _, how := range []string{"refused", "held", "buffered"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel() // mostly the page's timers: a browser and server each
