@@ -52,6 +52,9 @@ func TestLive_Rapid(t *testing.T) {
 		}
 		defer f.Value.Set(old)
 	}
+	// Beside the package's other tests once the count is set: it is the
+	// package's only rapid check, so none reads the flag meanwhile.
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		ctx := context.Background()
 		h := drawLiveHistory(t)
