@@ -27,6 +27,7 @@ import (
 // ResourceExhausted, appending nothing; metrics are taken and dropped.
 // When its context ends, ServeGRPC returns nil.
 func TestReceiver_GRPC(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f, sf := loadFixture(t), loadSpans(t)
 	l, r, _ := newReceiver(t)
 	lis, err := otel.ListenGRPC("127.0.0.1:0")

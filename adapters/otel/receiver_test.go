@@ -175,6 +175,7 @@ func count(recs []events.Record, typ string) int {
 // its prompt, its tool call and the usage of its two API requests; sent
 // again, they append nothing.
 func TestReceiver_ClaudeSDK(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f := loadFixture(t)
 	l, _, url := newReceiver(t)
 	sendSDK(t, url, f, f.Session, nil)
@@ -205,6 +206,7 @@ func TestReceiver_ClaudeSDK(t *testing.T) {
 // encoder) are the same observations as over protobuf: a JSON export of
 // records already taken appends nothing.
 func TestReceiver_JSON(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f := loadFixture(t)
 	l, _, url := newReceiver(t)
 	sendSDK(t, url, f, f.Session, nil)
@@ -316,6 +318,7 @@ func post(t *testing.T, url, ctype, encoding string, body []byte) *http.Response
 // request's usage counts once from its transcript line and its
 // api_request event, in either order.
 func TestReceiver_SameAsHooks(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f, sf := loadFixture(t), loadSpans(t)
 	l, _, url := newReceiver(t)
 	in, err := claude.NewIngester(claude.IngestConfig{Log: l})
@@ -389,6 +392,7 @@ func TestReceiver_SameAsHooks(t *testing.T) {
 // of the wrong type is kept as an observation to look at, with a
 // Problems entry, and moves nothing.
 func TestReceiver_BadInput(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f := loadFixture(t)
 	l, r, url := newReceiver(t)
 	r.MaxBody = 1 << 20
@@ -517,6 +521,7 @@ func TestReceiver_BadInput(t *testing.T) {
 // make a Codex session with its call, on the session its conversation.id
 // names.
 func TestReceiver_Codex(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	l, _, url := newReceiver(t)
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
@@ -557,6 +562,7 @@ func TestReceiver_Codex(t *testing.T) {
 // through the redaction rules; an id that looks like a secret refuses
 // its record.
 func TestReceiver_Redaction(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f := loadFixture(t)
 	l, _, url := newReceiver(t)
 	const secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
@@ -612,6 +618,7 @@ func TestListen_Taken(t *testing.T) {
 // wrapped to 1969; an id longer than a hook may send refuses its record
 // alone, named in the partial success.
 func TestReceiver_HostTimeAndIDs(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	l, _, url := newReceiver(t)
 	f := loadFixture(t)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+otel.PathLogs, bytes.NewReader(mustProto(t, logsOf(f, "h1"))))
@@ -682,6 +689,7 @@ func TestReceiver_HostTimeAndIDs(t *testing.T) {
 // connection's peer (by the kernel's socket table) is another user's is
 // refused with 403 and appends nothing; one of a trusted uid is taken.
 func TestReceiver_OtherUsersRefused(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	l, r, url := newReceiver(t)
 	f := loadFixture(t)
 	me := uint32(os.Geteuid())

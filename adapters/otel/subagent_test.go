@@ -24,6 +24,7 @@ import (
 // counts that request once, in either order, and the parent's own
 // requests once.
 func TestReceiver_SubagentUsageOnce(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f := loadFixture(t)
 	l, _, url := newReceiver(t)
 	in, err := claude.NewIngester(claude.IngestConfig{Log: l})

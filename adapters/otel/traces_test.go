@@ -190,6 +190,7 @@ func traceAnswer(t *testing.T, resp *http.Response, isJSON bool) ptraceotlp.Expo
 // two API requests counted once (the llm_request spans add none); each
 // span is an observation of its own, with no problems.
 func TestReceiver_TracesSDK(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f, sf := loadFixture(t), loadSpans(t)
 	l, _, url := newReceiver(t)
 	sendSDK(t, url, f, f.Session, nil)
@@ -225,6 +226,7 @@ func TestReceiver_TracesSDK(t *testing.T) {
 // protobuf, and the same spans sent again, in either encoding, append
 // nothing.
 func TestReceiver_TracesJSON(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f, sf := loadFixture(t), loadSpans(t)
 	l, _, url := newReceiver(t)
 	const id = "5e551011-0000-4000-8000-0000000000e1"
@@ -252,6 +254,7 @@ func TestReceiver_TracesJSON(t *testing.T) {
 // after the next prompt's event: it ends nothing of the next turn, whose
 // own interaction span then ends it.
 func TestReceiver_TracesLateEnd(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f, sf := loadFixture(t), loadSpans(t)
 	l, _, url := newReceiver(t)
 	const id = "5e551011-0000-4000-8000-0000000000e2"
@@ -291,6 +294,7 @@ func TestReceiver_TracesLateEnd(t *testing.T) {
 // partial success; a span of Codex CLI is taken and not kept; an unknown
 // claude_code. span is kept with a problem and decides nothing.
 func TestReceiver_TracesBadInput(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	sf := loadSpans(t)
 	l, r, url := newReceiver(t)
 	r.MaxBody = 1 << 20
@@ -370,6 +374,7 @@ func TestReceiver_TracesBadInput(t *testing.T) {
 // whole batch sent again appends nothing and names it again; the same of
 // spans.
 func TestReceiver_MidBatchRefusal(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f, sf := loadFixture(t), loadSpans(t)
 	l, _, url := newReceiver(t)
 	const id = "5e551011-0000-4000-8000-0000000000e3"
@@ -431,6 +436,7 @@ func TestReceiver_MidBatchRefusal(t *testing.T) {
 // ready with one turn and its usage counted once. (Its tool call, known
 // only from late events, is not counted.)
 func TestReceiver_SpansFirst(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	f, sf := loadFixture(t), loadSpans(t)
 	l, _, url := newReceiver(t)
 	const id = "5e551011-0000-4000-8000-0000000000e4"

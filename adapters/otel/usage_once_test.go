@@ -367,6 +367,7 @@ func TestUsageOnce_Interleaved(t *testing.T) {
 // names an observation whose recorded evidence the session's index
 // does not bear out.
 func TestUsageOnce_HashUnchanged(t *testing.T) {
+	t.Parallel() // its own log and receiver
 	u := newUsageFixture(t)
 	const (
 		transcriptOnly = "5e551011-0000-4000-8000-000000000300"
