@@ -267,6 +267,7 @@ func TestServe_SlowRequestHoldsUpNoOther(t *testing.T) {
 // until one subscribes (as a server's subscription reaches another
 // cluster node a moment after it is made), within NoRespondersWait.
 func TestCall_NoRespondersYet(t *testing.T) {
+	t.Parallel() // its own server and log
 	_, nc := loopback(t)
 	go func() {
 		time.Sleep(300 * time.Millisecond)

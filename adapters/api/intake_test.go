@@ -391,6 +391,7 @@ func TestIntake_WaitTimesOut(t *testing.T) {
 // Run appends go in once each, each session's in the order they were
 // taken, and Flush leaves nothing behind.
 func TestIntake_Concurrent(t *testing.T) {
+	t.Parallel() // its own server and log
 	e := newIntakeEnv(t)
 	svc := e.service()
 	in := e.open(svc)

@@ -81,6 +81,7 @@ func TestSelectSessions(t *testing.T) {
 // filter, --since, --limit and --tree with subagents; the rows past the
 // selection must be the rest of the input.
 func TestSelectInPlace(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	rng := rand.New(rand.NewPCG(7, 11))
 	phases := []string{"ready", "working", "waiting", "ended"}
@@ -160,6 +161,7 @@ func BenchmarkSelectSessions(b *testing.B) {
 // rows each (a small page size); the update comes through the real
 // intake, between the first page and the next call.
 func TestSessionList_LimitWhileUpdated(t *testing.T) {
+	t.Parallel() // its own server and log
 	e := newIntakeEnv(t)
 	svc := e.service()
 	svc.pageBytes = 3000
