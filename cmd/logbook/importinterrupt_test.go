@@ -21,7 +21,6 @@ import (
 // not started), none is reported as stopped at an error; it exits 130
 // saying it was interrupted; and each line is in the log once.
 func TestImportInterruptedCountsWhatTheLogHolds(t *testing.T) {
-	t.Parallel()
 	root := t.TempDir()
 	s := &soak{t: t, bin: soakBuild(t), data: filepath.Join(root, "data"), dir: filepath.Join(root, "projects")}
 	t.Cleanup(s.procs.killAll)
