@@ -40,7 +40,6 @@ func TestLayout_Locks(t *testing.T) {
 // hides a path in it) waits until it ends, and is refused when its
 // context ends first; a reader of the workspace itself does not wait.
 func TestStart_WaitsForWriter(t *testing.T) {
-	t.Parallel() // a workspace of its own: it waits on its own writer alone
 	requireBwrap(t)
 	ws := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
@@ -198,7 +197,6 @@ func TestBoundary_HiddenParentNotRenamed(t *testing.T) {
 // the other, whose workspace lies below, is refused (or, as root, who
 // reads it anyway, waits); it never runs beside the first.
 func TestStart_UnreadableLockDirectory(t *testing.T) {
-	t.Parallel() // a workspace of its own: it waits on its own writer alone
 	requireBwrap(t)
 	ws := t.TempDir()
 	t.Cleanup(func() { os.Chmod(ws, 0o755) })
