@@ -197,6 +197,81 @@ type page struct {
 	known uint64
 }
 
+// readPage reads page p whole into *ms (emptied first), setting p.known
+// to the last sequence read and *past when a message past p.upto was
+// met, in one request bounded by Config.Timeout under ctx. A page that
+// got neither a message nor the server's "no messages" within it was
+// not answered: the error then wraps errUnanswered (and ctx's error or
+// context.DeadlineExceeded), and is never taken for an aggregate with
+// no events.
+func (l *Log) readPage(ctx context.Context, p *page, ms *[]*jetstream.RawStreamMsg, past *bool) error {
+	*ms, *past, p.known = (*ms)[:0], false, 0
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
+		jetstreamext.GetBatchSeq(p.from), jetstreamext.GetBatchSubject(p.subject))
+	if err != nil {
+		return err
+	}
+	// The iterator ends without an error when the request times out
+	// (orbit.go natsext v0.1.3's RequestMany).
+	answered := false
+	for m, err := range msgs {
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			answered = true
+			break
+		}
+		if err != nil {
+			return err
+		}
+		answered = true
+		served(m)
+		if p.upto > 0 && m.Sequence > p.upto {
+			*past = true
+			break
+		}
+		*ms = append(*ms, m)
+		p.known = m.Sequence
+	}
+	if !answered {
+		return fmt.Errorf("direct get of %s from seq %d: %w: %w", p.subject, p.from, errUnanswered, cmp.Or(ctx.Err(), context.DeadlineExceeded))
+	}
+	return nil
+}
+
+// errUnanswered is readPage's error for a page the server did not
+// answer within the request's timeout.
+var errUnanswered = errors.New("no answer")
+
+// untilPageAnswered runs read, a page's read, and runs it again while
+// the server did not answer it in time (errUnanswered) and ctx lives,
+// pausing between tries (firstPause, doubled up to maxPause), for
+// ElectionWait at most: a server that is up but slow to answer (a
+// loaded host) answers a later try, and a read fails only once it has
+// not answered for that long. Any other error, and the last try's, is
+// returned as is.
+func (l *Log) untilPageAnswered(ctx context.Context, read func(context.Context) error) error {
+	deadline := time.Now().Add(ElectionWait)
+	pause := firstPause
+	for {
+		err := read(ctx)
+		if !errors.Is(err, errUnanswered) || ctx.Err() != nil || !time.Now().Add(pause).Before(deadline) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-l.quit:
+			t.Stop()
+			return err
+		}
+		pause = min(pause*2, maxPause)
+	}
+}
+
 // loadPage appends to recs up to loadPage events of p, judged with st,
 // the aggregate's order state, and sets *last to the sequence of the
 // last one read (a quarantined event among them too, which it leaves out
@@ -209,46 +284,16 @@ func (l *Log) loadPage(ctx context.Context, p page, st *attestation.AggState, re
 	}
 	// The page is read whole before any of it is judged: its last
 	// sequence, which the stream held, bounds the key catch-ups (see
-	// page.known). Read again whole if JetStream restarted meanwhile,
-	// each attempt with its own Config.Timeout: a restart that swallowed
-	// the first request leaves the next its whole time.
+	// page.known). Read again whole if JetStream restarted meanwhile, or
+	// the server did not answer in time (untilPageAnswered), each
+	// attempt with its own Config.Timeout: a restart that swallowed the
+	// first request leaves the next its whole time.
 	var ms []*jetstream.RawStreamMsg
 	past := false // a message past p.upto was met: no more follow
 	err = l.acrossHeals(ctx, func() error {
-		ms, past, p.known = ms[:0], false, 0
-		ctx, cancel := l.withTimeout(ctx)
-		defer cancel()
-		msgs, err := jetstreamext.GetBatch(ctx, l.js, StreamName, loadPage,
-			jetstreamext.GetBatchSeq(p.from), jetstreamext.GetBatchSubject(p.subject))
-		if err != nil {
-			return err
-		}
-		// The iterator ends without an error when the request times out
-		// (orbit.go natsext v0.1.3's RequestMany): a page that got
-		// neither a message nor the server's "no messages" was not
-		// answered, and is never taken for an aggregate with no events.
-		answered := false
-		for m, err := range msgs {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				answered = true
-				break
-			}
-			if err != nil {
-				return err
-			}
-			answered = true
-			served(m)
-			if p.upto > 0 && m.Sequence > p.upto {
-				past = true
-				break
-			}
-			ms = append(ms, m)
-			p.known = m.Sequence
-		}
-		if !answered {
-			return fmt.Errorf("direct get of %s from seq %d: no answer: %w", p.subject, p.from, cmp.Or(ctx.Err(), context.DeadlineExceeded))
-		}
-		return nil
+		return l.untilPageAnswered(ctx, func(ctx context.Context) error {
+			return l.readPage(ctx, &p, &ms, &past)
+		})
 	})
 	if err != nil {
 		return 0, false, err
