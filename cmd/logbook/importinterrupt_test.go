@@ -21,6 +21,7 @@ import (
 // not started), none is reported as stopped at an error; it exits 130
 // saying it was interrupted; and each line is in the log once.
 func TestImportInterruptedCountsWhatTheLogHolds(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	s := &soak{t: t, bin: soakBuild(t), data: filepath.Join(root, "data"), dir: filepath.Join(root, "projects")}
 	t.Cleanup(s.procs.killAll)
@@ -68,7 +69,7 @@ func TestImportInterruptedCountsWhatTheLogHolds(t *testing.T) {
 	if strings.Contains(first, "error:") {
 		t.Errorf("the interrupt is reported file by file, as errors:\n%s", tailString(first, 2000))
 	}
-	summary := regexp.MustCompile(`(?m)^imported (\d+) transcript files?(?: and (\d+) in part)?: (\d+) lines? appended, (\d+) already in the log(?:; (\d+) stopped part way)?(?: and (\d+) not started|; (\d+) transcript files? not started)?: the import was interrupted \(importing again resumes\)$`).FindStringSubmatch(first)
+	summary := regexp.MustCompile(`(?m)^imported (\d+) transcript files?(?: and (\d+) in part)?: (\d+) lines? appended( \(perhaps more: the answer to an append under way at the interrupt was lost\))?, (\d+) already in the log(?:; (\d+) stopped part way)?(?: and (\d+) not started|; (\d+) transcript files? not started)?: the import was interrupted \(importing again resumes\)$`).FindStringSubmatch(first)
 	if summary == nil {
 		t.Fatalf("no summary of an interrupted import:\n%s", tailString(first, 2000))
 	}
@@ -77,7 +78,11 @@ func TestImportInterruptedCountsWhatTheLogHolds(t *testing.T) {
 		v, _ := strconv.Atoi(summary[i])
 		return v
 	}
-	whole, stopped, notStarted := n(1), n(5), n(6)+n(7)
+	whole, stopped, notStarted := n(1), n(6), n(7)+n(8)
+	// An append whose answer the interrupt cut off may have landed: the
+	// summary says so, and the lines it held are then found in the log
+	// by the next import, not counted by this one.
+	answerLost := summary[4] != ""
 	if whole+stopped+notStarted != files {
 		t.Errorf("%d files read to their end, %d stopped part way and %d not started: %d, want the %d files accounted for\n%s", whole, stopped, notStarted, whole+stopped+notStarted, files, summary[0])
 	}
@@ -93,11 +98,12 @@ func TestImportInterruptedCountsWhatTheLogHolds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("import after the interrupt: %v\n%s", err, tailString(second, 2000))
 	}
-	if already := summaryCount(t, second, `(\d+) already in the log`); already != appended {
+	already := summaryCount(t, second, `(\d+) already in the log`)
+	if already != appended && !(answerLost && already > appended) {
 		t.Errorf("the next import finds %d lines already in the log; the interrupted one said it appended %d:\n%s\n%s", already, appended, summary[0], lastLineOf(second))
 	}
-	if rest := summaryCount(t, second, `(\d+) lines? appended`); rest != files*lines-appended {
-		t.Errorf("the next import appended %d lines, want the %d the interrupted one did not", rest, files*lines-appended)
+	if rest := summaryCount(t, second, `(\d+) lines? appended`); rest != files*lines-already {
+		t.Errorf("the next import appended %d lines, want the %d not in the log before it", rest, files*lines-already)
 	}
 	if total, lost, doubled := s.linesOnce(ctx, ts); lost > 0 || doubled > 0 {
 		t.Errorf("lost %d, doubled %d of %d lines", lost, doubled, total)
