@@ -52,8 +52,15 @@ func NewHandoff() *Handoff {
 // h that takes requests and has a free slot, the workers in turn; it
 // does nothing when none has.
 func (h *Handoff) offer(id, session string) {
+	h.inTurn(func(w *Worker) bool { return w.offer(h, id, session) })
+}
+
+// inTurn calls try with h's workers in turn, the one after last time's
+// first, until it reports true; it reports whether one did (false for
+// a nil h).
+func (h *Handoff) inTurn(try func(*Worker) bool) bool {
 	if h == nil {
-		return
+		return false
 	}
 	h.mu.Lock()
 	ws := h.workers
@@ -61,10 +68,11 @@ func (h *Handoff) offer(id, session string) {
 	h.next++
 	h.mu.Unlock()
 	for i := range ws {
-		if ws[(first+i)%len(ws)].offer(h, id, session) {
-			return
+		if try(ws[(first+i)%len(ws)]) {
+			return true
 		}
 	}
+	return false
 }
 
 // reserve holds a free slot of a worker of h that takes requests, the
@@ -75,20 +83,12 @@ func (h *Handoff) offer(id, session string) {
 // log. It returns nil (no reservation, which settles as nothing) when
 // no worker has a free slot or id is being taken already.
 func (h *Handoff) reserve(id, session string) *reservation {
-	if h == nil {
-		return nil
-	}
-	h.mu.Lock()
-	ws := h.workers
-	first := h.next
-	h.next++
-	h.mu.Unlock()
-	for i := range ws {
-		if r := ws[(first+i)%len(ws)].reserve(h, id, session); r != nil {
-			return r
-		}
-	}
-	return nil
+	var r *reservation
+	h.inTurn(func(w *Worker) bool {
+		r = w.reserve(h, id, session)
+		return r != nil
+	})
+	return r
 }
 
 // A reservation is a worker's slot held for a command whose request is
@@ -189,31 +189,51 @@ type taker struct {
 func (w *Worker) offer(h *Handoff, id, session string) bool {
 	w.takerMu.Lock()
 	defer w.takerMu.Unlock()
+	t := w.slotFor(h, id)
+	if t == nil {
+		return false
+	}
+	t.handlers.Go(func() { w.handedTake(h, t, id, session, w.claim) })
+	return true
+}
+
+// slotFor takes a free slot of w and marks command id as being taken in
+// h, when w's intake takes requests, a slot is free and id is not
+// being taken already, and returns the intake's taker; nil otherwise,
+// with nothing taken. w.takerMu is held, so that a take begun on the
+// taker's handlers is one the intake's end waits for.
+func (w *Worker) slotFor(h *Handoff, id string) *taker {
 	t := w.taker
 	if t == nil || t.ctx.Err() != nil {
-		return false
+		return nil
 	}
 	select {
 	case w.slots <- struct{}{}:
 	default:
-		return false
+		return nil
 	}
 	if !h.begin(id) {
 		<-w.slots
-		return false
+		return nil
 	}
-	t.handlers.Go(func() {
-		mark(id, StageDelivered)
-		v, err := w.takeFor(t.ctx, t.procCtx, id, session)
-		if err != nil {
-			w.log.Warn("take command", "command", id, "err", err)
-		}
-		h.end(id, v == verdictStarted || v == verdictDone)
-		if v != verdictStarted {
-			<-w.slots
-		}
-	})
-	return true
+	return t
+}
+
+// handedTake takes command id, whose request names session, with claim
+// (see takeClaiming) as a delivered request is taken, on the slot and
+// the mark slotFor took: it ends the mark, settled when the take
+// started, refused or found the command ended, and lets the slot go
+// unless the command started (its run lets it go at its end).
+func (w *Worker) handedTake(h *Handoff, t *taker, id, session string, claim func(context.Context, string) (verdict, error)) {
+	mark(id, StageDelivered)
+	v, err := w.takeClaiming(t.ctx, t.procCtx, id, session, claim)
+	if err != nil {
+		w.log.Warn("take command", "command", id, "err", err)
+	}
+	h.end(id, v == verdictStarted || v == verdictDone)
+	if v != verdictStarted {
+		<-w.slots
+	}
 }
 
 // reserve is Handoff.reserve on w: it takes a free slot, if the intake
@@ -231,17 +251,8 @@ func (w *Worker) offer(h *Handoff, id, session string) bool {
 func (w *Worker) reserve(h *Handoff, id, session string) *reservation {
 	w.takerMu.Lock()
 	defer w.takerMu.Unlock()
-	t := w.taker
-	if t == nil || t.ctx.Err() != nil {
-		return nil
-	}
-	select {
-	case w.slots <- struct{}{}:
-	default:
-		return nil
-	}
-	if !h.begin(id) {
-		<-w.slots
+	t := w.slotFor(h, id)
+	if t == nil {
 		return nil
 	}
 	r := &reservation{appended: make(chan bool, 1)}
@@ -263,19 +274,11 @@ func (w *Worker) reserve(h *Handoff, id, session string) *reservation {
 			<-w.slots
 			return
 		}
-		mark(id, StageDelivered)
 		claim := w.claim
 		if claimed {
 			claim = func(context.Context, string) (verdict, error) { return verdictStarted, nil }
 		}
-		v, err := w.takeClaiming(t.ctx, t.procCtx, id, session, claim)
-		if err != nil {
-			w.log.Warn("take command", "command", id, "err", err)
-		}
-		h.end(id, v == verdictStarted || v == verdictDone)
-		if v != verdictStarted {
-			<-w.slots
-		}
+		w.handedTake(h, t, id, session, claim)
 	})
 	return r
 }
