@@ -22,26 +22,7 @@ import (
 // not left working for good.
 func TestDetach_SessionMovingUnderIt(t *testing.T) {
 	e := newEnv(t, false)
-	w, err := New(e.workerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One attempt a round: every round that meets a moved session ends
-	// in a conflict, as eight in a row do on a busy host.
-	w.sessions.Attempts = 1
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	e.waitFor("worker registered", func() bool {
-		ws, _ := e.client.Workers(t.Context())
-		for _, id := range ws {
-			if id.ID == w.Identity().ID {
-				return true
-			}
-		}
-		return false
-	})
+	startOneAttemptWorker(t, e)
 	agg := events.Aggregate{Kind: events.KindSession, ID: e.session}
 	// The commands run until the test lets them exit, however long the
 	// twelve take to start on a loaded machine.
@@ -53,24 +34,8 @@ func TestDetach_SessionMovingUnderIt(t *testing.T) {
 	// The entries are opened on a quiet session; the session moves
 	// without pause while the commands exit.
 	e.waitFor("every command's entry open", func() bool { return len(e.sessionState().Entries) == len(ids) })
-	ctx, stop := context.WithCancel(t.Context())
-	var hogs sync.WaitGroup
-	for range 4 {
-		// Executors of their own: one Executor takes turns on an
-		// aggregate, writers apart do not.
-		hog := &events.Executor[session.State]{
-			Log: e.log, Reg: e.reg, Init: session.Init, Evolve: session.Evolve,
-			IDs: ulid.Make, Host: "h", Actor: "hog", Attempts: 1000,
-		}
-		hogs.Go(func() {
-			for ctx.Err() == nil {
-				_, _, _ = hog.Execute(ctx, agg, func(session.State) (events.Decision, error) {
-					return events.One(events.SessionActivityChanged{From: "thinking", To: "thinking"}, time.Now().UTC(), events.Cause{Kind: "cli", Event: "test", Ref: "hog"}), nil
-				})
-			}
-		})
-	}
-	defer func() { stop(); hogs.Wait() }()
+	stop := moveSession(t, e, agg)
+	defer stop()
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +45,6 @@ func TestDetach_SessionMovingUnderIt(t *testing.T) {
 		}
 	}
 	stop()
-	hogs.Wait()
 	// Every entry a command opened is closed (a detach may still be
 	// pausing between its tries as the session stops moving).
 	openEntries := func() (int, map[string]bool) {
@@ -123,42 +87,10 @@ func TestDetach_SessionMovingUnderIt(t *testing.T) {
 // with the session not working.
 func TestAttach_SessionMovingUnderIt(t *testing.T) {
 	e := newEnv(t, false)
-	w, err := New(e.workerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One attempt a round, as in TestDetach_SessionMovingUnderIt.
-	w.sessions.Attempts = 1
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	e.waitFor("worker registered", func() bool {
-		ws, _ := e.client.Workers(t.Context())
-		for _, id := range ws {
-			if id.ID == w.Identity().ID {
-				return true
-			}
-		}
-		return false
-	})
+	startOneAttemptWorker(t, e)
 	agg := events.Aggregate{Kind: events.KindSession, ID: e.session}
-	ctx, stop := context.WithCancel(t.Context())
-	var hogs sync.WaitGroup
-	for range 4 {
-		hog := &events.Executor[session.State]{
-			Log: e.log, Reg: e.reg, Init: session.Init, Evolve: session.Evolve,
-			IDs: ulid.Make, Host: "h", Actor: "hog", Attempts: 1000,
-		}
-		hogs.Go(func() {
-			for ctx.Err() == nil {
-				_, _, _ = hog.Execute(ctx, agg, func(session.State) (events.Decision, error) {
-					return events.One(events.SessionActivityChanged{From: "thinking", To: "thinking"}, time.Now().UTC(), events.Cause{Kind: "cli", Event: "test", Ref: "hog"}), nil
-				})
-			}
-		})
-	}
-	defer func() { stop(); hogs.Wait() }()
+	stop := moveSession(t, e, agg)
+	defer stop()
 	var ids []string
 	for range 8 {
 		ids = append(ids, e.submit(e.request(events.ModeFullAccess, "true")))
@@ -168,14 +100,13 @@ func TestAttach_SessionMovingUnderIt(t *testing.T) {
 	// Under writers that never pause, an attach waits for as long as
 	// its append may (DefaultAppendTimeout) before its command runs
 	// without it.
-	time.AfterFunc(1500*time.Millisecond, stop)
+	time.AfterFunc(1500*time.Millisecond, func() { stop() })
 	for _, id := range ids {
 		if st, _ := e.follow(id, 30*time.Second); st.Status != "exited" {
 			t.Fatalf("command %s ended %s, want exited", id, st.Status)
 		}
 	}
 	stop()
-	hogs.Wait()
 	recs, _, err := e.log.Load(t.Context(), agg)
 	if err != nil {
 		t.Fatal(err)
@@ -191,4 +122,54 @@ func TestAttach_SessionMovingUnderIt(t *testing.T) {
 			t.Errorf("command %s ran without its entry opened on its session", id)
 		}
 	}
+}
+
+// startOneAttemptWorker starts a worker for e whose session decisions
+// make one attempt a round (its Executor's Attempts): every round that
+// meets a moved session ends in a conflict, as eight in a row do on a
+// busy host. It returns once the worker is registered; it stops with
+// the test.
+func startOneAttemptWorker(t *testing.T, e *testEnv) {
+	t.Helper()
+	w, err := New(e.workerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.sessions.Attempts = 1
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.waitFor("worker registered", func() bool {
+		ws, _ := e.client.Workers(t.Context())
+		for _, id := range ws {
+			if id.ID == w.Identity().ID {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// moveSession moves session agg without pause, from four writers with
+// Executors of their own (one Executor takes turns on an aggregate,
+// writers apart do not), until the returned func is called; that func
+// returns once they have stopped, and may be called more than once.
+func moveSession(t *testing.T, e *testEnv, agg events.Aggregate) (stop func()) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var hogs sync.WaitGroup
+	for range 4 {
+		hog := &events.Executor[session.State]{
+			Log: e.log, Reg: e.reg, Init: session.Init, Evolve: session.Evolve,
+			IDs: ulid.Make, Host: "h", Actor: "hog", Attempts: 1000,
+		}
+		hogs.Go(func() {
+			for ctx.Err() == nil {
+				_, _, _ = hog.Execute(ctx, agg, func(session.State) (events.Decision, error) {
+					return events.One(events.SessionActivityChanged{From: "thinking", To: "thinking"}, time.Now().UTC(), events.Cause{Kind: "cli", Event: "test", Ref: "hog"}), nil
+				})
+			}
+		})
+	}
+	return func() { cancel(); hogs.Wait() }
 }
