@@ -218,20 +218,35 @@ func (l *Log) leaderPage(ctx context.Context, p page, st *attestation.AggState, 
 // the request): a read changes nothing, so asking again is safe. It
 // returns f's last error once ctx ends.
 func (l *Log) untilAnswered(ctx context.Context, f func(context.Context) error) error {
+	unanswered := func(err error) bool {
+		return noResponders(err) || leaderless(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+	}
+	return askAgain(ctx, nil, time.Time{}, unanswered, func() error {
+		actx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+		defer cancel()
+		return f(actx)
+	})
+}
+
+// askAgain calls f, a read, and again after a pause (firstPause
+// doubling up to maxPause) while its error is one again takes, until ctx
+// ends, quit is closed (nil: never), or, when until is not zero, the
+// next pause would end past until. It returns f's last error (nil once
+// f succeeds).
+func askAgain(ctx context.Context, quit <-chan struct{}, until time.Time, again func(error) bool, f func() error) error {
 	pause := firstPause
 	for {
-		actx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-		err := f(actx)
-		cancel()
-		if err == nil || ctx.Err() != nil ||
-			!noResponders(err) && !leaderless(err) &&
-				!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		err := f()
+		if err == nil || ctx.Err() != nil || !again(err) || !until.IsZero() && !time.Now().Add(pause).Before(until) {
 			return err
 		}
 		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-quit:
 			t.Stop()
 			return err
 		}

@@ -248,28 +248,11 @@ var errUnanswered = errors.New("no answer")
 // pausing between tries (firstPause, doubled up to maxPause), for
 // ElectionWait at most: a server that is up but slow to answer (a
 // loaded host) answers a later try, and a read fails only once it has
-// not answered for that long. Any other error, and the last try's, is
-// returned as is.
+// not answered for that long, or the Log is closed. Any other error, and
+// the last try's, is returned as is.
 func (l *Log) untilPageAnswered(ctx context.Context, read func(context.Context) error) error {
-	deadline := time.Now().Add(ElectionWait)
-	pause := firstPause
-	for {
-		err := read(ctx)
-		if !errors.Is(err, errUnanswered) || ctx.Err() != nil || !time.Now().Add(pause).Before(deadline) {
-			return err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-l.quit:
-			t.Stop()
-			return err
-		}
-		pause = min(pause*2, maxPause)
-	}
+	unanswered := func(err error) bool { return errors.Is(err, errUnanswered) }
+	return askAgain(ctx, l.quit, time.Now().Add(ElectionWait), unanswered, func() error { return read(ctx) })
 }
 
 // loadPage appends to recs up to loadPage events of p, judged with st,
