@@ -46,8 +46,10 @@ type EtcWatch struct {
 	closed bool
 	dirs   []string
 	files  []string
-	// searches counts the searches made, for tests.
-	searches int
+	// searches counts the searches made, for tests; remounts, those
+	// made for a change of the mount table alone (another process's
+	// mount anywhere).
+	searches, remounts int
 }
 
 // NewEtcWatch returns an EtcWatch of /etc. It searches nothing until the
@@ -161,7 +163,11 @@ func (w *EtcWatch) changedLocked() bool {
 	// leaves it as it was, but the removal also ended the watches inside
 	// the removed file system (IN_UNMOUNT, IN_IGNORED): read above.
 	m, err := os.ReadFile("/proc/self/mountinfo")
-	return err != nil || !bytes.Equal(m, w.mounts)
+	if err != nil || !bytes.Equal(m, w.mounts) {
+		w.remounts++
+		return true
+	}
+	return false
 }
 
 // etcSecretsWatched is etcSecrets, calling watch (when not nil) with

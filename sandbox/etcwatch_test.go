@@ -49,8 +49,10 @@ func TestEtcWatch(t *testing.T) {
 		if searched {
 			searches++
 		}
-		if w.searches != searches {
-			t.Errorf("%s: %d searches, want %d", what, w.searches, searches)
+		// Another test's mount (packages run side by side) changes this
+		// process's mount table, which rightly makes a search.
+		if w.searches-w.remounts != searches {
+			t.Errorf("%s: %d searches (%d for the mount table alone), want %d", what, w.searches, w.remounts, searches)
 		}
 	}
 	check("first", true)

@@ -58,8 +58,10 @@ type HiddenWatch struct {
 	hide    []string
 	keep    []string
 	snap    *hiddenSnap
-	// resolutions counts the resolutions made, for tests.
-	resolutions int
+	// resolutions counts the resolutions made, for tests; remounts,
+	// those made for a change of the mount table alone (another
+	// process's mount anywhere).
+	resolutions, remounts int
 }
 
 // watchedDir is what a resolution asked of one directory: whether it
@@ -322,7 +324,11 @@ func (w *HiddenWatch) changedLocked() bool {
 		}
 	}
 	m, err := os.ReadFile("/proc/self/mountinfo")
-	return err != nil || !bytes.Equal(m, w.mounts)
+	if err != nil || !bytes.Equal(m, w.mounts) {
+		w.remounts++
+		return true
+	}
+	return false
 }
 
 // ResolveHidden resolves hidden paths hide (Spec.Hidden, absolute) as
