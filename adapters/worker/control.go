@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -260,8 +262,8 @@ func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool,
 			w.log.Warn("control feed: undecodable event", "subject", msg.Subject(), "err", err)
 		} else if e.Agg.Kind == events.KindSession {
 			w.sessionEnded(ctx, e)
-		} else {
-			w.observe(e)
+		} else if freed := w.observe(e); freed != nil {
+			w.offerWaiting(freed)
 		}
 		delivered = true
 		if mdErr == nil {
@@ -277,9 +279,53 @@ func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool,
 // events once, and has the liveness check run at once the first time.
 func (w *Worker) setCaughtUp() {
 	if w.caughtUp.CompareAndSwap(false, true) {
+		close(w.caught)
 		select {
 		case w.kick <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// waiting is a request the control feed has read that has not started:
+// its command, session and place among the requests.
+type waiting struct {
+	id, session string
+	order       uint64
+}
+
+// waitingLocked returns the requests that have not started, in request
+// order: every one when ws is "", else the restricted ones whose
+// workspace is ws (cleaned), one above it or one below it. w.mu is held.
+func (w *Worker) waitingLocked(ws string) []waiting {
+	var ws2 []waiting
+	for id, t := range w.open {
+		if t.started || ws != "" && (t.mode == events.ModeFullAccess || !nested(t.workspace, ws)) {
+			continue
+		}
+		ws2 = append(ws2, waiting{id, t.session, t.order})
+	}
+	slices.SortFunc(ws2, func(a, b waiting) int { return cmp.Compare(a.order, b.order) })
+	return ws2
+}
+
+// offerWaiting takes requests that may start now, as a Client's
+// appended request is taken (Handoff), rather than leaving them to
+// their next delivery: a request put back to wait for its workspace is
+// delivered again a moment later, but one delivered to a worker that
+// died (serve killed and started again) only once the consumer's ack
+// wait has passed. The control feed calls it when a restricted command
+// leaves the open set (its workspace freed, or an earlier writer gone),
+// with the requests waiting on that workspace, and once it has caught
+// up, with every request not started. A request another live worker
+// holds, or whose workspace is still busy, is left to its delivery, as
+// any take leaves it; one being taken already is not taken twice in
+// this process. It does nothing while the intake takes no requests or
+// has no free slot.
+func (w *Worker) offerWaiting(reqs []waiting) {
+	for _, r := range reqs {
+		if !w.offer(w.cfg.Handoff, r.id, r.session) {
+			return // no slot, or the intake is not taking requests
 		}
 	}
 }
@@ -326,12 +372,19 @@ func (w *Worker) sessionEnded(ctx context.Context, end events.Envelope) {
 }
 
 // observe folds one command event into the open set and acts on the
-// commands this worker runs.
-func (w *Worker) observe(e events.Envelope) {
+// commands this worker runs. When a restricted command leaves the open
+// set it returns the requests waiting on its workspace (see
+// offerWaiting), in request order.
+func (w *Worker) observe(e events.Envelope) (freed []waiting) {
 	id := e.Agg.ID
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t := w.open[id]
+	defer func() {
+		if t != nil && t.mode != events.ModeFullAccess && w.open[id] == nil {
+			freed = w.waitingLocked(t.workspace)
+		}
+	}()
 	switch d := e.Data.(type) {
 	case events.CommandRequested:
 		w.requests++
@@ -367,6 +420,7 @@ func (w *Worker) observe(e events.Envelope) {
 			w.log.Info("stop requested", "command", id, "by", d.By, "reason", d.Reason)
 		}
 	}
+	return nil // freed, by the deferred func
 }
 
 // reap abandons the open commands whose worker is known dead. It does

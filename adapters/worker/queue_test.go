@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/command"
 )
@@ -123,5 +125,66 @@ func TestWorker_StartedWriterHoldsItsWorkspace(t *testing.T) {
 	}
 	if got, want := strings.TrimSpace(string(b)), "start first\nend first\nstart second\nend second"; got != want {
 		t.Errorf("the writers ran as\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestWorker_RequestsHeldByADeadDelivery takes two requests off the
+// workers' consumer and never answers them, as a worker killed while it
+// held them would (serve killed and started again): the consumer keeps
+// them until its ack wait passes, far longer here than the test. A
+// worker takes them as soon as they may start instead: the first once
+// its control feed has read the log, the second, a writer waiting on the
+// same workspace, once the first has ended.
+func TestWorker_RequestsHeldByADeadDelivery(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	e := newEnv(t, false)
+	const ackWait = 10 * time.Minute
+	js, err := jetstream.New(e.srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(t.Context(), natslog.StreamName, jetstream.ConsumerConfig{
+		Durable: DurableName, FilterSubject: CommandFilter, DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxAckPending: maxAckPending, MaxDeliver: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "until [ -e release ]; do sleep 0.05; done; echo first >> order"))
+	second := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo second >> order"))
+	msgs, err := cons.Fetch(2, jetstream.FetchMaxWait(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for range msgs.Messages() {
+		held++ // never answered
+	}
+	if held != 2 {
+		t.Fatalf("took %d requests off the consumer, want 2 (%v)", held, msgs.Error())
+	}
+
+	cfg := e.workerConfig()
+	cfg.AckWait = ackWait
+	e.startWorker(cfg)
+	e.waitFor("the first to start", func() bool {
+		st, err := e.client.Command(t.Context(), first)
+		return err == nil && st.Status == command.StatusStarted
+	})
+	if err := os.WriteFile(filepath.Join(e.ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{first, second} {
+		if st, out := e.follow(id, 2*time.Minute); st.Status != command.StatusExited || st.ExitCode == nil || *st.ExitCode != 0 {
+			t.Fatalf("command %s: status %s exit %v, output %q", id, st.Status, st.ExitCode, out.all.String())
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(e.ws, "order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), "first\nsecond\n"; got != want {
+		t.Errorf("the writers wrote %q, want %q", got, want)
 	}
 }

@@ -50,8 +50,12 @@ const (
 	// a worker that has not put its heartbeat for this long is dead.
 	DefaultLapse = 10 * time.Second
 	// DefaultAckWait is how long a taken request stays with its worker
-	// without an ack or a progress report before it is delivered again.
-	DefaultAckWait = 30 * time.Second
+	// without an ack or a progress report before it is delivered again:
+	// what a request delivered to a worker that died waits, at most,
+	// before another takes it, where nothing passes it on sooner (see
+	// Worker.offerWaiting). A worker at work on a request reports
+	// progress every third of it.
+	DefaultAckWait = 5 * time.Second
 	// DefaultMaxRunning bounds the commands one worker runs at once.
 	DefaultMaxRunning = 256
 	// DefaultMaxOutputBytes caps the output stored for one command (64
@@ -187,7 +191,8 @@ type Config struct {
 	// Handoff, when set, passes the worker the requests a Client of
 	// this process appends as their appends are acknowledged (see
 	// Handoff), beside the consumer's delivery; New adds the worker to
-	// it. Not owned.
+	// it (nil: the worker makes one of its own, for offerWaiting). Not
+	// owned.
 	Handoff *Handoff
 }
 
@@ -246,6 +251,7 @@ type Worker struct {
 
 	caughtUp atomic.Bool   // the control feed has read the log's command events once
 	kick     chan struct{} // caughtUp was just set
+	caught   chan struct{} // closed once caughtUp is set
 	lastBeat atomic.Int64  // unix ns of the last stored heartbeat
 	started  atomic.Bool
 
@@ -350,10 +356,14 @@ func New(cfg Config) (*Worker, error) {
 		open:    make(map[string]*tracked),
 		missing: make(map[string]time.Time),
 		kick:    make(chan struct{}, 1),
+		caught:  make(chan struct{}),
 	}
-	if cfg.Handoff != nil {
-		cfg.Handoff.add(w)
+	if w.cfg.Handoff == nil {
+		// One of its own: the requests it passes itself when they may
+		// start (offerWaiting) are taken as a Client's are.
+		w.cfg.Handoff = NewHandoff()
 	}
+	w.cfg.Handoff.add(w)
 	return w, nil
 }
 
@@ -610,6 +620,21 @@ func (w *Worker) intake(ctx, procCtx context.Context, begun time.Time) error {
 	var handlers sync.WaitGroup
 	defer handlers.Wait()
 	defer w.lend(ctx, procCtx, &handlers)() // before the Wait: no take begins after it
+	// Requests left waiting by a worker that died take their ack wait to
+	// come back: once the control feed has read the log, they are taken
+	// at once instead (offerWaiting).
+	intakeEnd := make(chan struct{})
+	defer close(intakeEnd)
+	go func() {
+		select {
+		case <-w.caught:
+			w.mu.Lock()
+			reqs := w.waitingLocked("")
+			w.mu.Unlock()
+			w.offerWaiting(reqs)
+		case <-intakeEnd:
+		}
+	}()
 	for {
 		select {
 		case w.slots <- struct{}{}:
