@@ -227,7 +227,7 @@ func answer(nc *nats.Conn, m *nats.Msg, subject string, handle func(ctx context.
 	defer gone()
 	b := work(ctx, verb, m.Data, handle, logf, heartbeat(nc, m.Reply, gone))
 	if err := respond(nc, m, b); err != nil {
-		logf("api %s: answer of %d bytes not sent: %v", verb, len(b), err)
+		logf("WARN: api %s: answer of %d bytes not sent: %v", verb, len(b), err)
 		b, _ = json.Marshal(Reply{Error: fmt.Sprintf("%s: answer of %d bytes not sent: %v", verb, len(b), err)})
 		_ = m.Respond(b)
 	}
@@ -257,7 +257,7 @@ func work(parent context.Context, verb string, data []byte, handle func(ctx cont
 	}
 	if err != nil {
 		if !IsInputError(err) && !errors.Is(err, events.ErrNotFound) {
-			logf("api %s: %v", verb, err)
+			logf("WARN: api %s: %v", verb, err)
 		}
 		r = Reply{Error: err.Error(), Code: errCode(err)}
 	}

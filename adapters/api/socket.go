@@ -134,7 +134,7 @@ func ServeSocket(ctx context.Context, l *net.UnixListener, verb string, handle f
 		b := serveConn(ctx, c, uid, verb, handle, logf)
 		c.SetWriteDeadline(time.Now().Add(socketWriteTimeout))
 		if _, err := c.Write(b); err != nil {
-			logf("api %s: socket: answer of %d bytes not sent: %v", verb, len(b), err)
+			logf("WARN: api %s: socket: answer of %d bytes not sent: %v", verb, len(b), err)
 		}
 	})
 }
@@ -164,7 +164,7 @@ func AcceptEach(ctx context.Context, l *net.UnixListener, limit int, what string
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			logf("%s: %v", what, err)
+			logf("WARN: %s: %v", what, err)
 			select {
 			case <-time.After(100 * time.Millisecond):
 			case <-ctx.Done():

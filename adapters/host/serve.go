@@ -283,7 +283,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	// A command that only reads gives the lock up when asked: serve
 	// never refuses to start for a reader.
 	lock, err := dd.LockOver(ctx, "logbook serve", func(holder string) {
-		say("waiting for %s, which only reads the data dir, to give it up", holder)
+		info("waiting for %s, which only reads the data dir, to give it up", holder)
 	})
 	if err != nil {
 		return err
@@ -339,9 +339,9 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	// again: the projector's catch-up verifies signatures only past it.
 	if js, err := jetstream.New(p.NC); err == nil {
 		if why, err := merkle.UseFastPath(ctx, p.Log, js, string(dd)); err != nil {
-			say("fast path: %v; every signature is verified", err)
+			say("WARN: fast path: %v; every signature is verified", err)
 		} else if p.Log.Judgment() != nil {
-			say("fast path: %s", why)
+			info("fast path: %s", why)
 		}
 	}
 	// A full disk pauses appends and the views' writes; serve probes and
@@ -366,7 +366,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		key *attestation.Key
 	)
 	if cfg.Unsigned {
-		say("signing nothing: events are appended unsigned, as before signing")
+		info("signing nothing: events are appended unsigned, as before signing")
 	} else if sk, key, err = (Signing{Dir: dd, Log: p.Log, Cluster: cfg.URL != "", Reader: cfg.Reader, Pinned: pinned,
 		Journal: dd.Path(IntakeJournal), Say: say}).Start(ctx); err != nil {
 		return err
@@ -520,9 +520,9 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	if p.Server != nil {
 		info("listening on %s (credentials in %s)", p.Server.ClientURL(), dd.Path("creds.json"))
 	}
-	say("durability: %s", durability)
+	info("durability: %s", durability)
 	if cfg.Reader {
-		say("role reader: building the projection and answering %s on %s*; appending nothing", strings.Join(ReadVerbs, ", "), prefix)
+		info("role reader: building the projection and answering %s on %s*; appending nothing", strings.Join(ReadVerbs, ", "), prefix)
 	}
 	workers, err := startWorkers(ctx, cfg, p, lcfg, w.Workers, sk)
 	if err != nil {
@@ -543,7 +543,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	if cfg.Workers > 0 {
-		say("%s", term.Plural(cfg.Workers, "sandbox worker"))
+		info("%s", term.Plural(cfg.Workers, "sandbox worker"))
 	}
 
 	var grp run.Group
@@ -584,18 +584,18 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		if w.OTLP.Say == nil {
 			w.OTLP.Say = say
 		}
-		say("OpenTelemetry (OTLP/HTTP) taken on http://%s%s and %s", otlpL.Addr(), otel.PathLogs, otel.PathTraces)
+		info("OpenTelemetry (OTLP/HTTP) taken on http://%s%s and %s", otlpL.Addr(), otel.PathLogs, otel.PathTraces)
 		actor(func(ctx context.Context) error { return w.OTLP.Serve(ctx, otlpL) })
 	}
 	if otlpG != nil && w.OTLP != nil {
 		if w.OTLP.Say == nil {
 			w.OTLP.Say = say
 		}
-		say("OpenTelemetry (OTLP/gRPC) taken on %s", otlpG.Addr())
+		info("OpenTelemetry (OTLP/gRPC) taken on %s", otlpG.Addr())
 		actor(func(ctx context.Context) error { return w.OTLP.ServeGRPC(ctx, otlpG) })
 	}
 	if cfg.OTLPExport != "" {
-		say("sessions exported as traces to %s", otel.ShownURL(cfg.OTLPExport))
+		info("sessions exported as traces to %s", otel.ShownURL(cfg.OTLPExport))
 		actor((&otel.Exporter{Log: p.Log, Registry: p.Registry, JS: js, URL: cfg.OTLPExport, Headers: cfg.OTLPHeaders, Say: say}).Run)
 	}
 	for _, w := range ws {

@@ -115,7 +115,7 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 					return nil
 				}
 				if gap, ok := errors.AsType[*GapError](err); ok {
-					say("%s: STOPPED: %v; no checkpoint is signed or co-signed over a log with a hole"+natslog.VerifyHint, what, gap)
+					say("WARN: %s: STOPPED: %v; no checkpoint is signed or co-signed over a log with a hole"+natslog.VerifyHint, what, gap)
 					<-ctx.Done()
 					return nil
 				}
@@ -139,7 +139,7 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 			Published: func(Checkpoint, uint64) { observed("published") },
 		}
 		every, interval := cp.Cadence()
-		say("checkpoints of %s signed by %s every %d messages or %s (tree in %s)", origin, vkey, every, interval, TreePath(c.Dir, origin))
+		say("INFO: checkpoints of %s signed by %s every %d messages or %s (tree in %s)", origin, vkey, every, interval, TreePath(c.Dir, origin))
 		v := c.Log.Verifier()
 		if v != nil {
 			// And serve's own reads (the API's audits and replays)
@@ -162,7 +162,7 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 				if err != nil {
 					return err
 				}
-				say("judgments: %s", why)
+				say("INFO: judgments: %s", why)
 				cp.Judge = judge
 			}
 			return cp.Run(ctx)
@@ -179,13 +179,13 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 		return nil, nil, err
 	}
 	if len(keys.Checkpoint) == 0 {
-		say("witness: no checkpoint key trusted in %s: nothing will be co-signed (pin the writer's key: logbook checkpoint trust KEY)", filepath.Join(c.Dir, TrustedKeysFile))
+		say("WARN: witness: no checkpoint key trusted in %s: nothing will be co-signed (pin the writer's key: logbook checkpoint trust KEY)", filepath.Join(c.Dir, TrustedKeysFile))
 	}
-	say("witness %s of %s", w.VerifierKey(), origin)
+	say("INFO: witness %s of %s", w.VerifierKey(), origin)
 	wt := &Witnesser{Log: c.Log, JS: c.JS, Tree: tree, Witness: w, Keys: keys.Checkpoint, Origin: origin, State: filepath.Join(c.Dir, WitnessStateFile),
 		Logf: say,
 		Refused: func(r Refusal) {
-			say("WITNESS REFUSED: %v", r)
+			say("WARN: WITNESS REFUSED: %v", r)
 			observed("refused")
 		},
 		Cosigned: func(Checkpoint) { observed("cosigned") },

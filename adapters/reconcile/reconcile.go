@@ -61,7 +61,10 @@ type Config struct {
 	Host, Boot string
 	// Report, when set, is told of trouble, one line without a newline:
 	// a pass that failed, a session it could not decide on, a pass held
-	// off and the first that is not. Called on Run's goroutine.
+	// off and the first that is not. Each line starts with its level,
+	// "WARN: " for a fault, "INFO: " for news (servelog's markers: see
+	// servelog.SayPart), whatever the names it quotes read. Called on
+	// Run's goroutine.
 	Report func(msg string)
 	// Marked, when set, is told after a pass that marked n > 0 sessions.
 	// Called on Run's goroutine.
@@ -134,7 +137,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	// with the log yet (a serve just started) would find nothing due
 	// until the next interval.
 	if err := r.cfg.Service.CaughtUp(ctx); err != nil && ctx.Err() == nil {
-		r.report("%v", err)
+		r.report("WARN: %v", err)
 	}
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
@@ -174,7 +177,7 @@ func (r *Reconciler) Tick(ctx context.Context) {
 		n, err := r.cfg.Checks(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			r.report("check runs: %v", err)
+			r.report("WARN: check runs: %v", err)
 		case n > 0 && r.cfg.Ended != nil:
 			r.cfg.Ended(n)
 		}
@@ -185,14 +188,14 @@ func (r *Reconciler) Tick(ctx context.Context) {
 	case ctx.Err() != nil:
 	case errors.As(err, &held):
 		if !r.holding {
-			r.report("%v; trying again every %s", err, r.cfg.Interval)
+			r.report("WARN: %v; trying again every %s", err, r.cfg.Interval)
 		}
 		r.holding = true
 	case err != nil:
-		r.report("%v", err)
+		r.report("WARN: %v", err)
 	default:
 		if r.holding {
-			r.report("the hooks it waited for are in the log; deciding again")
+			r.report("INFO: the hooks it waited for are in the log; deciding again")
 			r.holding = false
 		}
 		if n > 0 && r.cfg.Marked != nil {
@@ -265,7 +268,7 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 			}
 			ok, err := svc.Ing.WouldReconcile(s, now, after, check)
 			if err != nil {
-				r.report("%s: %v", id, err)
+				r.report("WARN: %s: %v", id, err)
 			}
 			if ok {
 				due = append(due, id)
@@ -300,7 +303,7 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 			if ctx.Err() != nil {
 				return n, err
 			}
-			r.report("%s: %v", id, err)
+			r.report("WARN: %s: %v", id, err)
 			continue
 		}
 		if ap.Last != 0 {

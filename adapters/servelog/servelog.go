@@ -98,6 +98,21 @@ func Say(w io.Writer, line string) {
 	fmt.Fprintf(w, "%s\n", line)
 }
 
+// SayPart is Say of msg, a line of part (a name, such as "reconciler"):
+// "logbook serve: part: msg". A level marker that starts msg ("WARN: ")
+// goes before the part's name, so that the line takes that level
+// whatever its words: a part marks its faults and its news, and a name
+// it quotes (a path, an error naming one) decides nothing.
+func SayPart(w io.Writer, part, msg string) {
+	for marker := range levelMarkers {
+		if m, ok := strings.CutPrefix(msg, marker); ok {
+			Say(w, "logbook serve: "+marker+part+": "+m)
+			return
+		}
+	}
+	Say(w, "logbook serve: "+part+": "+msg)
+}
+
 // levelMarkers are the prefixes of a message that give its level.
 var levelMarkers = map[string]slog.Level{"ERROR: ": slog.LevelError, "WARN: ": slog.LevelWarn, "INFO: ": slog.LevelInfo}
 

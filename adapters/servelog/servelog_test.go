@@ -90,3 +90,31 @@ func TestSay_OneRecord(t *testing.T) {
 		t.Errorf("on a plain writer: %q, want the line and a newline", plain.String())
 	}
 }
+
+// TestSayPart: a part's line takes the level its marker gives, the part
+// named after it, whatever the names it quotes read: a fault without a
+// failure word is WARN, news naming "failed" is INFO.
+func TestSayPart(t *testing.T) {
+	for _, tc := range []struct{ msg, level, want string }{
+		{"WARN: check runs: hooks taken on the socket are not all in the log yet (3 left): write /data/x: no space left on device", "WARN",
+			"reconciler: check runs: hooks taken on the socket are not all in the log yet (3 left): write /data/x: no space left on device"},
+		{"INFO: recovered 2 workspaces under /srv/error failed", "INFO", "reconciler: recovered 2 workspaces under /srv/error failed"},
+		{"ERROR: x", "ERROR", "reconciler: x"},
+		{"cannot decide", "WARN", "reconciler: cannot decide"}, // unmarked: its words decide
+	} {
+		var buf bytes.Buffer
+		SayPart(New(&buf, "json"), "reconciler", tc.msg)
+		var rec map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+			t.Fatalf("%q: %v", buf.String(), err)
+		}
+		if rec["level"] != tc.level || rec["msg"] != tc.want {
+			t.Errorf("%q: logged %s %q, want %s %q", tc.msg, rec["level"], rec["msg"], tc.level, tc.want)
+		}
+	}
+	var plain bytes.Buffer
+	SayPart(&plain, "workspaces", "WARN: x")
+	if plain.String() != "logbook serve: WARN: workspaces: x\n" {
+		t.Errorf("on a plain writer: %q", plain.String())
+	}
+}

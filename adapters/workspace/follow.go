@@ -38,7 +38,9 @@ type FollowConfig struct {
 	// Every is the time between rounds; 0 means FollowEvery.
 	Every time.Duration
 	// Report, when set, is told of what failed, one line without a
-	// newline, on Follow's goroutine; nil drops it.
+	// newline, on Follow's goroutine; nil drops it. Each line starts
+	// with its level, "WARN: " for a fault, "INFO: " for news (servelog's
+	// markers: see servelog.SayPart), whatever the names it quotes read.
 	Report func(msg string)
 }
 
@@ -69,11 +71,11 @@ func (m *Manager) Follow(ctx context.Context, cfg FollowConfig) error {
 	}
 	v := cfg.Views
 	if list, err := v.Workspaces(); err != nil {
-		logf("%v", err)
+		logf("WARN: %v", err)
 	} else if n, err := m.Recover(ctx, list); err != nil {
-		logf("recovered %d: %v", n, err)
+		logf("WARN: recovered %d: %v", n, err)
 	} else if n > 0 {
-		logf("recovered %d workspaces a crash left unfinished", n)
+		logf("INFO: recovered %d workspaces a crash left unfinished", n)
 	}
 	if tasks, err := v.Tasks(); err == nil {
 		for _, t := range tasks {
@@ -84,16 +86,16 @@ func (m *Manager) Follow(ctx context.Context, cfg FollowConfig) error {
 				continue // its end is decided below
 			}
 			if _, err := m.Interrupt(ctx, t.ID); err != nil {
-				logf("interrupt task %s: %v", t.ID, err)
+				logf("WARN: interrupt task %s: %v", t.ID, err)
 			}
 		}
 	}
 	for {
 		if err := m.progressTasks(ctx, cfg); err != nil && ctx.Err() == nil {
-			logf("%v", err)
+			logf("WARN: %v", err)
 		}
 		if err := m.nameWorkspaces(ctx, v); err != nil && ctx.Err() == nil {
-			logf("%v", err)
+			logf("WARN: %v", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -244,7 +244,7 @@ func (f liveFlags) reconciler(b *backend, svc *api.Service, stderr io.Writer) *r
 	return reconcile.New(reconcile.Config{
 		Service: svc, AbandonAfter: f.abandonAfter, Interval: f.reconcileEvery,
 		Host: host, Boot: claude.BootID(), Checks: checks,
-		Report: func(msg string) { servelog.Say(stderr, "logbook serve: reconciler: "+msg) },
+		Report: func(msg string) { servelog.SayPart(stderr, "reconciler", msg) },
 		Marked: func(n int) { fmt.Fprintf(stderr, "logbook serve: reconciler marked %s\n", plural(n, "session")) },
 		Ended: func(n int) {
 			fmt.Fprintf(stderr, "logbook serve: reconciler ended %s whose runner vanished\n", plural(n, "check run"))

@@ -471,6 +471,6 @@ func runWorkspaces(ctx context.Context, b *backend, svc *api.Service, stderr io.
 	}
 	return m.Follow(ctx, wsadapter.FollowConfig{
 		Views: svc.Store, CaughtUp: svc.CaughtUp, Every: wsadapter.FollowEvery,
-		Report: func(msg string) { servelog.Say(stderr, "logbook serve: workspaces: "+msg) },
+		Report: func(msg string) { servelog.SayPart(stderr, "workspaces", msg) },
 	})
 }
