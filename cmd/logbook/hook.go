@@ -19,6 +19,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/gate/hookgate"
 	"github.com/logbook-dev/logbook/adapters/hookrecord"
 	"github.com/logbook-dev/logbook/adapters/redact"
+	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/cmd/internal/hookfast"
 )
 
@@ -118,7 +119,7 @@ func recordHook(ctx context.Context, g *globals, name string, payload []byte, pr
 		// so itself.
 		defer func() {
 			if rerr == nil {
-				fmt.Fprintf(g.stderr, "logbook: %s\n", hookfast.NewDataDirMessage(string(dd)))
+				fmt.Fprintf(g.stderr, "logbook: %s\n", term.Field(hookfast.NewDataDirMessage(string(dd))))
 			}
 		}()
 	}

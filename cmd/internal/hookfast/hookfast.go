@@ -44,6 +44,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
@@ -138,6 +139,7 @@ const (
 // created in it (hookspool.Open): exit 1, the error on stderr, nothing
 // spooled; a gated call is still answered deny.
 func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int {
+	stderr = lineWriter{stderr}
 	if NoSubcommand(args) {
 		if !StdinIsTerminal(stdin) {
 			// A payload piped in would be dropped: say so, as the
@@ -484,6 +486,9 @@ func handOver(args []string, payload []byte, stderr io.Writer, logbook string, r
 	var answer bytes.Buffer
 	c := exec.Command(logbook, append([]string{"hook"}, args...)...)
 	c.Stdin, c.Stdout, c.Stderr = bytes.NewReader(payload), os.Stdout, stderr
+	if lw, ok := stderr.(lineWriter); ok {
+		c.Stderr = lw.w // logbook's own lines, as it writes them
+	}
 	// logbook dies with this process however it ends (SIGKILL too): a
 	// gated logbook left waiting would keep its review open for an agent
 	// that no longer waits.
@@ -758,4 +763,48 @@ func elideQuoted(msg string) string {
 		i++
 	}
 	return b.String()
+}
+
+// lineWriter is the writer of logbook-hook's own messages: each Write is
+// one line ending in a newline, and every character inside it that could
+// end the line, rewrite it on a terminal or reorder it (a control
+// character, a line or paragraph separator, a bidirectional mark or
+// override, a byte that is not UTF-8) is shown escaped as Go quotes it
+// (\n, \x1b, \u202e, \xff). A name a message quotes (a --data path, a
+// file the spool holds) cannot start a line that passes for another's on
+// the agent's screen.
+type lineWriter struct{ w io.Writer }
+
+func (l lineWriter) Write(p []byte) (int, error) {
+	body, end := p, ""
+	if n := len(p); n > 0 && p[n-1] == '\n' {
+		body, end = p[:n-1], "\n"
+	}
+	var b strings.Builder
+	for len(body) > 0 {
+		r, size := utf8.DecodeRune(body)
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, "\\x%02x", body[0])
+		case strconv.IsPrint(r) && !bidiControl(r):
+			b.Write(body[:size])
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		body = body[size:]
+	}
+	b.WriteString(end)
+	if _, err := io.WriteString(l.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// bidiControl reports whether r is one of the bidirectional marks,
+// embeddings, overrides and isolates (U+061C, U+200E, U+200F,
+// U+202A–U+202E, U+2066–U+2069), which strconv.IsPrint counts as
+// printable but which reorder the text around them.
+func bidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }

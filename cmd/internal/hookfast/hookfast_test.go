@@ -326,3 +326,40 @@ func TestMain_HeldSaysWhy(t *testing.T) {
 		t.Errorf("spool holds %d entries (%v), want the payload", len(pending), err)
 	}
 }
+
+// TestMain_NamesStayOnTheirLine: a --data naming a directory that does
+// not exist, with a newline, an escape and a bidirectional override in
+// its name: the hook is kept in the spool made there, and each thing
+// logbook-hook says of it is one line, those characters shown escaped,
+// so that no line of its own starts with the name's words.
+func TestMain_NamesStayOnTheirLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "evil\nlevel=ERROR msg=forged\x1b[2J\u202e")
+	var stderr bytes.Buffer
+	code := Main([]string{"--data", dir, "claude"}, strings.NewReader(`{"session_id":"s1","hook_event_name":"Stop"}`), &stderr, "/nonexistent/logbook")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("said %d lines, want 2 (the data dir made, the hook kept):\n%s", len(lines), stderr.String())
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "logbook-hook: ") && !strings.HasPrefix(l, "logbook hook: ") || strings.ContainsAny(l, "\x1b\u202e") ||
+			!strings.Contains(l, `evil\nlevel=ERROR msg=forged\x1b[2J\u202e`) {
+			t.Errorf("line %q: want the name on it, escaped", l)
+		}
+	}
+	if ents, err := os.ReadDir(filepath.Join(dir, "spool")); err != nil || len(ents) == 0 {
+		t.Errorf("the spool there: %v entries, %v; want the hook kept", len(ents), err)
+	}
+}
+
+// TestLineWriter: what a line holds that could end it or rewrite it is
+// shown escaped; its own newline, and every printable character, stay.
+func TestLineWriter(t *testing.T) {
+	var b bytes.Buffer
+	fmt.Fprintf(lineWriter{&b}, "a\tb\r\nc\x7f\u2028ü\xff\u061c 漢\n")
+	if got, want := b.String(), `a\tb\r\nc\x7f\u2028ü\xff\u061c 漢`+"\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
