@@ -83,15 +83,18 @@ func ReadFrom(path string, c Cursor) iter.Seq2[Line, error] {
 
 // ErrPrivate marks a transcript path that leads, through symlinks or a
 // second name of a directory, to a file inside a directory no transcript
-// is read from: Logbook's data dir, which holds credentials.
+// is read from: a Logbook data dir, which holds credentials.
 var ErrPrivate = errors.New("points into the data dir")
 
 // CheckPrivate returns an error wrapping ErrPrivate, naming path as
 // given, when the file path names (symlinks followed) lies inside one of
 // dirs: its resolved path is under a dir's resolved path, or one of its
 // resolved parents is the same directory (device and inode) as a dir,
-// which catches a bind mount. A path that cannot be resolved passes (its
-// read reports why), as do dirs that do not exist.
+// which catches a bind mount. So it does, when dirs is not empty, inside
+// any other Logbook data dir: a resolved parent that holds a creds.json
+// file and a jetstream directory (another serve's, another user's). A
+// path that cannot be resolved passes (its read reports why), as do
+// dirs that do not exist.
 func CheckPrivate(path string, dirs []string) error {
 	if len(dirs) == 0 {
 		return nil
@@ -138,7 +141,27 @@ func privateDir(real string, dirs []string) (string, bool) {
 			}
 		}
 	}
+	for p := filepath.Dir(real); ; p = filepath.Dir(p) {
+		if isDataDir(p) {
+			return p, true
+		}
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
 	return "", false
+}
+
+// isDataDir reports whether directory p is a Logbook data dir a serve
+// has run on: it holds a regular file creds.json (the server's
+// credentials) and a directory jetstream (its log).
+func isDataDir(p string) bool {
+	c, err := os.Lstat(filepath.Join(p, "creds.json"))
+	if err != nil || !c.Mode().IsRegular() {
+		return false
+	}
+	j, err := os.Lstat(filepath.Join(p, "jetstream"))
+	return err == nil && j.IsDir()
 }
 
 // CheckOpened applies CheckPrivate's rule to f, the transcript opened

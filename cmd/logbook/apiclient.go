@@ -22,7 +22,7 @@ func newService(b *backend, store *projections.Store) (*api.Service, error) {
 	}
 	return api.NewService(api.Config{
 		Log: b.log, Reg: b.reg, Store: store, Parser: parser, Host: host,
-		SpoolDir: b.dd.path("spool"), PartSize: api.PartSize(b.nc), Private: []string{string(b.dd)},
+		SpoolDir: b.dd.path("spool"), PartSize: api.PartSize(b.nc), Private: b.dd.private(),
 		Agents: agents(),
 	})
 }

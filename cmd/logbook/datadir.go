@@ -23,6 +23,19 @@ func resolveDataDir(flag string) (dataDir, error) {
 	return dataDir(d), err
 }
 
+// private returns the directories no transcript is read from
+// (ingest.CheckPrivate): d, and the data dir Logbook's commands use when
+// none is named (--data, $LOGBOOK_DATA, ~/.local/share/logbook), when it
+// is another, so that a hard link to one of its files is refused too.
+// Any other data dir a serve has run on is refused by its look.
+func (d dataDir) private() []string {
+	dirs := []string{string(d)}
+	if def, err := datadir.Resolve(""); err == nil && string(def) != string(d) {
+		dirs = append(dirs, string(def))
+	}
+	return dirs
+}
+
 // dir returns d as a datadir.Dir.
 func (d dataDir) dir() datadir.Dir { return datadir.Dir(d) }
 

@@ -167,7 +167,7 @@ func importEnv(b *backend, g *globals, o importOptions) (ingest.ImportEnv, error
 		return ingest.ImportEnv{}, err
 	}
 	return ingest.ImportEnv{
-		Env:     ingest.Env{Log: b.log, Reg: b.reg, Redaction: parser, Host: host, Private: []string{string(b.dd)}},
+		Env:     ingest.Env{Log: b.log, Reg: b.reg, Redaction: parser, Host: host, Private: b.dd.private()},
 		Workers: max(o.workers, 1), SkipInvalid: o.skipInvalid, AsNew: o.asNew,
 		IndexPath: b.dd.path("import-index.json"),
 		Incarnation: func(ctx context.Context) (string, error) {
