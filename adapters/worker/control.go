@@ -243,7 +243,13 @@ func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool,
 				return delivered, nil
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				w.setCaughtUp()
+				// Quiet for a moment: caught up if the server has
+				// nothing more for it (a slow first pull, or one between
+				// batches, is not the end of the log).
+				// A server that cannot say is taken at its silence.
+				if info, err := cons.Info(ctx); err != nil || info.NumPending == 0 {
+					w.setCaughtUp()
+				}
 				continue
 			}
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
@@ -262,8 +268,10 @@ func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool,
 			w.log.Warn("control feed: undecodable event", "subject", msg.Subject(), "err", err)
 		} else if e.Agg.Kind == events.KindSession {
 			w.sessionEnded(ctx, e)
-		} else if freed := w.observe(e); freed != nil {
-			w.offerWaiting(freed)
+		} else if freed := w.observe(e); len(freed) > 0 && w.caughtUp.Load() {
+			// Ends read while catching up are history: what waits
+			// then is offered once the feed has caught up (intake).
+			w.offerWaiting(freed[:1])
 		}
 		delivered = true
 		if mdErr == nil {
@@ -295,18 +303,35 @@ type waiting struct {
 }
 
 // waitingLocked returns the requests that have not started, in request
-// order: every one when ws is "", else the restricted ones whose
-// workspace is ws (cleaned), one above it or one below it. w.mu is held.
+// order: when ws is "", every full_access one and, of the restricted
+// ones, the first on each workspace (cleaned, as requested); else the
+// restricted ones whose workspace is ws, one above it or one below it.
+// w.mu is held.
 func (w *Worker) waitingLocked(ws string) []waiting {
-	var ws2 []waiting
+	var reqs []waiting
+	first := map[string]bool{} // workspaces whose first restricted request is in reqs
 	for id, t := range w.open {
 		if t.started || ws != "" && (t.mode == events.ModeFullAccess || !nested(t.workspace, ws)) {
 			continue
 		}
-		ws2 = append(ws2, waiting{id, t.session, t.order})
+		reqs = append(reqs, waiting{id, t.session, t.order})
 	}
-	slices.SortFunc(ws2, func(a, b waiting) int { return cmp.Compare(a.order, b.order) })
-	return ws2
+	slices.SortFunc(reqs, func(a, b waiting) int { return cmp.Compare(a.order, b.order) })
+	if ws != "" {
+		return reqs
+	}
+	kept := reqs[:0]
+	for _, r := range reqs {
+		t := w.open[r.id]
+		if t.mode != events.ModeFullAccess {
+			if first[t.workspace] {
+				continue
+			}
+			first[t.workspace] = true
+		}
+		kept = append(kept, r)
+	}
+	return kept
 }
 
 // offerWaiting takes requests that may start now, as a Client's
@@ -314,19 +339,20 @@ func (w *Worker) waitingLocked(ws string) []waiting {
 // their next delivery: a request put back to wait for its workspace is
 // delivered again a moment later, but one delivered to a worker that
 // died (serve killed and started again) only once the consumer's ack
-// wait has passed. The control feed calls it when a restricted command
-// leaves the open set (its workspace freed, or an earlier writer gone),
-// with the requests waiting on that workspace, and once it has caught
-// up, with every request not started. A request another live worker
-// holds, or whose workspace is still busy, is left to its delivery, as
-// any take leaves it; one being taken already is not taken twice in
-// this process. It does nothing while the intake takes no requests or
-// has no free slot.
+// wait has passed. Once its control feed has caught up, the feed calls
+// it when a restricted command leaves the open set (its workspace
+// freed, or an earlier writer gone) with the first request waiting on
+// that workspace; the intake calls it once the feed has caught up with
+// every full_access request not started and the first restricted one
+// of each workspace (waitingLocked). The rest follow as those end. A
+// request another live worker holds, or whose workspace is still busy,
+// is left to its delivery, as any take leaves it; one being taken in
+// this process is not taken twice, but judged again once that take
+// ends unsettled (Handoff.begin). Nothing is taken while the intake
+// takes no requests or has no free slot.
 func (w *Worker) offerWaiting(reqs []waiting) {
 	for _, r := range reqs {
-		if !w.offer(w.cfg.Handoff, r.id, r.session) {
-			return // no slot, or the intake is not taking requests
-		}
+		w.offer(w.cfg.Handoff, r.id, r.session)
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 // soon as the append is acknowledged rather than once the workers'
 // durable consumer delivers the request. serve makes one, gives it to
 // its workers (Config.Handoff) and to the clients of its exec socket
-// (ClientConfig.Handoff).
+// (ClientConfig.Handoff); a worker given none makes its own. A worker
+// also passes itself, through it, the requests that may start now
+// (Worker.offerWaiting).
 //
 // When a worker has a free slot before the append, the client reserves
 // it (reserve) and the command's claim is made for that worker while
@@ -35,6 +37,7 @@ type Handoff struct {
 	workers []*Worker
 	next    int                      // the worker offered first next time
 	taking  map[string]chan struct{} // commands being taken, closed when the take ends
+	again   map[string]bool          // commands offered again while being taken
 	settled map[string]time.Time     // commands a take settled, until their delivery (or settledFor)
 }
 
@@ -45,7 +48,7 @@ const settledFor = 10 * time.Minute
 
 // NewHandoff returns an empty Handoff.
 func NewHandoff() *Handoff {
-	return &Handoff{taking: map[string]chan struct{}{}, settled: map[string]time.Time{}}
+	return &Handoff{taking: map[string]chan struct{}{}, again: map[string]bool{}, settled: map[string]time.Time{}}
 }
 
 // offer passes command id, whose request names session, to a worker of
@@ -121,11 +124,14 @@ func (h *Handoff) add(w *Worker) {
 }
 
 // begin marks command id as being taken, and reports false when it is
-// already.
+// already: the take under way is then asked to be offered again should
+// it end without settling id (end), since what it judged may have
+// changed since it began (its workspace freed meanwhile, say).
 func (h *Handoff) begin(id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.taking[id]; ok {
+		h.again[id] = true
 		return false
 	}
 	h.taking[id] = make(chan struct{})
@@ -134,10 +140,13 @@ func (h *Handoff) begin(id string) bool {
 
 // end marks the take of command id over; settled says it started the
 // command, refused it or found it ended (its delivery then needs only an
-// acknowledgement).
-func (h *Handoff) end(id string, settled bool) {
+// acknowledgement). again reports whether id was offered meanwhile
+// (begin), which the caller of an unsettled take honours.
+func (h *Handoff) end(id string, settled bool) (again bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	again = h.again[id]
+	delete(h.again, id)
 	now := time.Now()
 	if settled {
 		for oid, at := range h.settled {
@@ -149,6 +158,7 @@ func (h *Handoff) end(id string, settled bool) {
 	}
 	close(h.taking[id])
 	delete(h.taking, id)
+	return again
 }
 
 // delivered is called by a worker delivered command id's request: it
@@ -230,9 +240,15 @@ func (w *Worker) handedTake(h *Handoff, t *taker, id, session string, claim func
 	if err != nil {
 		w.log.Warn("take command", "command", id, "err", err)
 	}
-	h.end(id, v == verdictStarted || v == verdictDone)
+	settled := v == verdictStarted || v == verdictDone
+	again := h.end(id, settled)
 	if v != verdictStarted {
 		<-w.slots
+	}
+	if again && !settled {
+		// Offered while this take judged it: judged again, on what
+		// the offer saw (its workspace freed, say).
+		w.offer(h, id, session)
 	}
 }
 
@@ -270,7 +286,7 @@ func (w *Worker) reserve(h *Handoff, id, session string) *reservation {
 				w.unclaim(ctx, id)
 				cancel()
 			}
-			h.end(id, false)
+			_ = h.end(id, false) // not on the log: nothing to offer again
 			<-w.slots
 			return
 		}
@@ -287,9 +303,9 @@ func (w *Worker) reserve(h *Handoff, id, session string) *reservation {
 // request did not land: a claim left behind lapses with its worker.
 const unclaimWithin = 5 * time.Second
 
-// lend lets w's Handoff, if any, pass it requests taken with ctx and
-// procCtx, their takes in handlers, until the returned func is called;
-// that func returns once no take can begin any more.
+// lend lets w's Handoff pass it requests taken with ctx and procCtx,
+// their takes in handlers, until the returned func is called; that func
+// returns once no take can begin any more.
 func (w *Worker) lend(ctx, procCtx context.Context, handlers *sync.WaitGroup) func() {
 	if w.cfg.Handoff == nil {
 		return func() {}

@@ -32,6 +32,9 @@ const (
 	helperPass = "LOGBOOK_TEST_WORKER_PASSWORD"
 	// helperLedger is the helper's Config.Ledger, "" for none.
 	helperLedger = "LOGBOOK_TEST_WORKER_LEDGER"
+	// helperAckWait is the helper's Config.AckWait (a time.Duration's
+	// text), "" for the default.
+	helperAckWait = "LOGBOOK_TEST_WORKER_ACKWAIT"
 )
 
 // startHelperWorker starts TestHelperWorker in a child process of its
@@ -80,7 +83,13 @@ func TestHelperWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	w, err := New(Config{Conn: nc, Log: l, Lapse: time.Second, Logger: testLogger(t), Ledger: os.Getenv(helperLedger), Reporter: testReporter(t)})
+	var ackWait time.Duration
+	if v := os.Getenv(helperAckWait); v != "" {
+		if ackWait, err = time.ParseDuration(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := New(Config{Conn: nc, Log: l, Lapse: time.Second, AckWait: ackWait, Logger: testLogger(t), Ledger: os.Getenv(helperLedger), Reporter: testReporter(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

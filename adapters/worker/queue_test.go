@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,19 +152,9 @@ func TestWorker_RequestsHeldByADeadDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "until [ -e release ]; do sleep 0.05; done; echo first >> order"))
-	second := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo second >> order"))
-	msgs, err := cons.Fetch(2, jetstream.FetchMaxWait(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := 0
-	for range msgs.Messages() {
-		held++ // never answered
-	}
-	if held != 2 {
-		t.Fatalf("took %d requests off the consumer, want 2 (%v)", held, msgs.Error())
-	}
+	first := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo start first >> order; until [ -e release ]; do sleep 0.05; done; echo end first >> order"))
+	second := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo start second >> order; echo end second >> order"))
+	holdRequests(t, cons, first, second)
 
 	cfg := e.workerConfig()
 	cfg.AckWait = ackWait
@@ -184,7 +175,101 @@ func TestWorker_RequestsHeldByADeadDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(b), "first\nsecond\n"; got != want {
+	if got, want := string(b), "start first\nend first\nstart second\nend second\n"; got != want {
+		t.Errorf("the writers wrote %q, want %q: one after the other", got, want)
+	}
+}
+
+// holdRequests takes the command.requested of each of ids off the
+// workers' consumer cons and never answers them, as a worker killed
+// while it held them would; the other command events it takes are
+// acknowledged, as a worker acknowledges them unread.
+func holdRequests(t *testing.T, cons jetstream.Consumer, ids ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[events.Aggregate{Kind: events.KindCommand, ID: id}.Subject()] = true
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(want) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("requests not delivered to the test's consumer: %v", want)
+		}
+		msgs, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range msgs.Messages() {
+			if want[m.Subject()] && m.Headers().Get(natslog.HeaderType) == (events.CommandRequested{}).EventType() {
+				delete(want, m.Subject()) // held, never answered
+				continue
+			}
+			_ = m.Ack()
+		}
+	}
+}
+
+// TestWorker_QueuedBehindAKilledWorkersCommand: a worker process runs a
+// writer and is killed with SIGKILL; a second writer on the same
+// workspace is requested then, its request held by a consumer that
+// never answers (as a serve killed while holding it would leave it),
+// with an ack wait far longer than the test. A worker started next
+// finds the first command's worker gone, abandons it, and starts the
+// second at once: the first's end frees the workspace, and the second,
+// judged waiting by a take that began before (its offer once the feed
+// caught up), is judged again.
+func TestWorker_QueuedBehindAKilledWorkersCommand(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	e := newEnv(t, true)
+	const ackWait = 10 * time.Minute
+	js, err := jetstream.New(e.srv.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := e.startHelperWorker(t, helperAckWait+"="+ackWait.String())
+	var victim Identity
+	e.waitFor("helper worker registered", func() bool {
+		ws, _ := e.client.Workers(t.Context())
+		for _, w := range ws {
+			if w.Pid == child.Process.Pid {
+				victim = w
+				return true
+			}
+		}
+		return false
+	})
+	first := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo start first >> order; exec sleep 600"))
+	e.waitFor("the first to run", func() bool {
+		b, _ := os.ReadFile(filepath.Join(e.ws, "order"))
+		return string(b) == "start first\n"
+	})
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+
+	second := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo start second >> order; echo end second >> order"))
+	cons, err := js.Consumer(t.Context(), natslog.StreamName, DurableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdRequests(t, cons, second)
+
+	cfg := e.workerConfig()
+	cfg.AckWait = ackWait
+	e.startWorker(cfg)
+	if st, out := e.follow(second, 2*time.Minute); st.Status != command.StatusExited || st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Fatalf("second: status %s exit %v, output %q", st.Status, st.ExitCode, out.all.String())
+	}
+	if st, _ := e.client.Command(t.Context(), first); st.Status != command.StatusAbandoned || st.EndReason != ReasonGone || st.Worker != victim.ID {
+		t.Errorf("first: status %s reason %q worker %s; want abandoned, %s, by %s", st.Status, st.EndReason, st.Worker, ReasonGone, victim.ID)
+	}
+	b, err := os.ReadFile(filepath.Join(e.ws, "order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), "start first\nstart second\nend second\n"; got != want {
 		t.Errorf("the writers wrote %q, want %q", got, want)
 	}
 }

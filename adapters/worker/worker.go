@@ -51,10 +51,11 @@ const (
 	DefaultLapse = 10 * time.Second
 	// DefaultAckWait is how long a taken request stays with its worker
 	// without an ack or a progress report before it is delivered again:
-	// what a request delivered to a worker that died waits, at most,
-	// before another takes it, where nothing passes it on sooner (see
-	// Worker.offerWaiting). A worker at work on a request reports
-	// progress every third of it.
+	// how long a request delivered to a worker that died waits for its
+	// next delivery, where nothing passes it on sooner (see
+	// Worker.offerWaiting). A worker reports progress on a request it
+	// holds every third of its own Config.AckWait: workers of one
+	// consumer are given the same.
 	DefaultAckWait = 5 * time.Second
 	// DefaultMaxRunning bounds the commands one worker runs at once.
 	DefaultMaxRunning = 256
@@ -623,9 +624,10 @@ func (w *Worker) intake(ctx, procCtx context.Context, begun time.Time) error {
 	// Requests left waiting by a worker that died take their ack wait to
 	// come back: once the control feed has read the log, they are taken
 	// at once instead (offerWaiting).
-	intakeEnd := make(chan struct{})
-	defer close(intakeEnd)
+	intakeEnd, offered := make(chan struct{}), make(chan struct{})
+	defer func() { close(intakeEnd); <-offered }()
 	go func() {
+		defer close(offered)
 		select {
 		case <-w.caught:
 			w.mu.Lock()
@@ -682,15 +684,9 @@ func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
 		_ = msg.Term()
 		return false
 	}
-	if w.cfg.Handoff.delivered(ctx, agg.ID) {
-		// Settled by a take the Handoff began: nothing is left to do.
-		_ = msg.Ack()
-		return false
-	}
-	mark(agg.ID, StageDelivered)
 	done := make(chan struct{})
 	defer close(done)
-	go func() { // keep the request ours while we work on it
+	go func() { // keep the request ours while we wait for a take or work on it
 		t := time.NewTicker(w.cfg.AckWait / 3)
 		defer t.Stop()
 		for {
@@ -702,6 +698,12 @@ func (w *Worker) handle(ctx, procCtx context.Context, msg jetstream.Msg) bool {
 			}
 		}
 	}()
+	if w.cfg.Handoff.delivered(ctx, agg.ID) {
+		// Settled by a take the Handoff began: nothing is left to do.
+		_ = msg.Ack()
+		return false
+	}
+	mark(agg.ID, StageDelivered)
 	v, err := w.takeFor(ctx, procCtx, agg.ID, requestSession(w.cfg.Reg, msg.Data()))
 	if err != nil {
 		w.log.Warn("take command", "command", agg.ID, "err", err)
