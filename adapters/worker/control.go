@@ -229,6 +229,7 @@ func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool,
 	defer it.Stop()
 	unwatch := context.AfterFunc(ctx, it.Stop) // Next misses ctx during a reset
 	defer unwatch()
+	morePending := false // the last message read said more follow it
 	for {
 		nctx, cancel := ctx, context.CancelFunc(func() {})
 		if !w.caughtUp.Load() {
@@ -243,11 +244,11 @@ func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool,
 				return delivered, nil
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
-				// Quiet for a moment: caught up if the server has
-				// nothing more for it (a slow first pull, or one between
-				// batches, is not the end of the log).
-				// A server that cannot say is taken at its silence.
-				if info, err := cons.Info(ctx); err != nil || info.NumPending == 0 {
+				// Quiet for a moment: caught up, unless the last message
+				// said more were pending (a pull between batches is not
+				// the end of the log). No request to the server here: an
+				// ordered consumer's Info holds its lock until answered.
+				if !morePending {
 					w.setCaughtUp()
 				}
 				continue
@@ -276,6 +277,7 @@ func (w *Worker) controlFeed(ctx context.Context, next *uint64) (delivered bool,
 		delivered = true
 		if mdErr == nil {
 			*next = md.Sequence.Stream + 1
+			morePending = md.NumPending > 0
 			if md.NumPending == 0 {
 				w.setCaughtUp()
 			}
