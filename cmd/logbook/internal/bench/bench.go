@@ -321,6 +321,19 @@ func Run(ctx context.Context, cli CLI, cfg Config, dir string, progress io.Write
 	for i, w := range ws {
 		step := fmt.Sprintf("[%d/%d] %s", i+1, len(ws), w.name)
 		prog.row(step)
+		if w.group == "command" && i > 0 && ws[i-1].group != "command" {
+			// The command rows time a command on a serve at rest. The
+			// rows before them leave the serve they share catching up
+			// (an import's events judged and checkpointed), work that
+			// would be charged to the commands.
+			prog.note(step + ": waiting for serve to settle")
+			waited, settled := settle(ctx, settleMax)
+			if !settled {
+				env.notes = append(env.notes, fmt.Sprintf("command rows: serve still busy after %s (more than %.0f%% of a CPU); timed as it was", waited.Round(time.Millisecond), settleBusy*100))
+			} else {
+				env.notes = append(env.notes, fmt.Sprintf("command rows: began once serve had settled, %s after the rows before them", waited.Round(time.Millisecond)))
+			}
+		}
 		var (
 			ls []benchSample
 			bs = make([][]benchSample, len(w.baselines))

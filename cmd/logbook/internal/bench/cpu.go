@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"slices"
 	"syscall"
 	"time"
@@ -17,6 +18,34 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// settle waits until this process (the bench, the serve it shares
+// between rows and its server) has used less than settleBusy of one CPU
+// over a window of settleWindow, or until max has passed or ctx ends;
+// it returns how long it waited and whether the process settled.
+func settle(ctx context.Context, max time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	for time.Since(start) < max && ctx.Err() == nil {
+		cpu, t := processCPU(), time.Now()
+		select {
+		case <-ctx.Done():
+		case <-time.After(settleWindow):
+		}
+		used, span := processCPU()-cpu, time.Since(t)
+		if span > 0 && float64(used) < settleBusy*float64(span) {
+			return time.Since(start), true
+		}
+	}
+	return time.Since(start), false
+}
+
+// What settle waits for: a window of settleWindow in which the process
+// used less than settleBusy of one CPU, for at most settleMax.
+const (
+	settleWindow = 250 * time.Millisecond
+	settleBusy   = 0.05
+	settleMax    = time.Minute
+)
 
 // childrenCPU returns the CPU time (user and system) of the child
 // processes of this process that have been waited for so far, or 0 when
