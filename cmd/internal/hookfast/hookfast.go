@@ -44,11 +44,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/replay/fieldesc"
 
 	"github.com/logbook-dev/logbook/adapters/datadir/locate"
 )
@@ -767,12 +767,11 @@ func elideQuoted(msg string) string {
 
 // lineWriter is the writer of logbook-hook's own messages: each Write is
 // one line ending in a newline, and every character inside it that could
-// end the line, rewrite it on a terminal or reorder it (a control
-// character, a line or paragraph separator, a bidirectional mark or
-// override, a byte that is not UTF-8) is shown escaped as Go quotes it
-// (\n, \x1b, \u202e, \xff). A name a message quotes (a --data path, a
-// file the spool holds) cannot start a line that passes for another's on
-// the agent's screen.
+// end the line, rewrite it on a terminal or reorder it is shown escaped
+// as every field of Logbook's text output is (fieldesc.Escape: \n, \x1b,
+// \u202e, \xff). A name a message quotes (a --data path, a file the
+// spool holds) cannot start a line that passes for another's on the
+// agent's screen.
 type lineWriter struct{ w io.Writer }
 
 func (l lineWriter) Write(p []byte) (int, error) {
@@ -780,31 +779,8 @@ func (l lineWriter) Write(p []byte) (int, error) {
 	if n := len(p); n > 0 && p[n-1] == '\n' {
 		body, end = p[:n-1], "\n"
 	}
-	var b strings.Builder
-	for len(body) > 0 {
-		r, size := utf8.DecodeRune(body)
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&b, "\\x%02x", body[0])
-		case strconv.IsPrint(r) && !bidiControl(r):
-			b.Write(body[:size])
-		default:
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		body = body[size:]
-	}
-	b.WriteString(end)
-	if _, err := io.WriteString(l.w, b.String()); err != nil {
+	if _, err := io.WriteString(l.w, fieldesc.Escape(string(body))+end); err != nil {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// bidiControl reports whether r is one of the bidirectional marks,
-// embeddings, overrides and isolates (U+061C, U+200E, U+200F,
-// U+202A–U+202E, U+2066–U+2069), which strconv.IsPrint counts as
-// printable but which reorder the text around them.
-func bidiControl(r rune) bool {
-	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }
