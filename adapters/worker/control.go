@@ -311,7 +311,6 @@ type waiting struct {
 // w.mu is held.
 func (w *Worker) waitingLocked(ws string) []waiting {
 	var reqs []waiting
-	first := map[string]bool{} // workspaces whose first restricted request is in reqs
 	for id, t := range w.open {
 		if t.started || ws != "" && (t.mode == events.ModeFullAccess || !nested(t.workspace, ws)) {
 			continue
@@ -323,6 +322,7 @@ func (w *Worker) waitingLocked(ws string) []waiting {
 		return reqs
 	}
 	kept := reqs[:0]
+	first := map[string]bool{} // workspaces whose first restricted request is kept
 	for _, r := range reqs {
 		t := w.open[r.id]
 		if t.mode != events.ModeFullAccess {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,6 +59,24 @@ func (e *testEnv) startHelperWorker(t *testing.T, env ...string) *exec.Cmd {
 		}
 	})
 	return child
+}
+
+// helperIdentity waits until the helper worker child has registered,
+// and returns its identity.
+func (e *testEnv) helperIdentity(child *exec.Cmd) Identity {
+	e.t.Helper()
+	var id Identity
+	e.waitFor("helper worker registered", func() bool {
+		ws, _ := e.client.Workers(e.t.Context())
+		for _, w := range ws {
+			if w.Pid == child.Process.Pid {
+				id = w
+				return true
+			}
+		}
+		return false
+	})
+	return id
 }
 
 // TestHelperWorker is not a test: run as a child process by
@@ -112,17 +129,7 @@ func TestWorker_KilledWorker(t *testing.T) {
 		mode = events.ModeFullAccess
 	}
 	child := e.startHelperWorker(t)
-	var victim Identity
-	e.waitFor("helper worker registered", func() bool {
-		ws, _ := e.client.Workers(t.Context())
-		for _, w := range ws {
-			if w.Pid == child.Process.Pid {
-				victim = w
-				return true
-			}
-		}
-		return false
-	})
+	victim := e.helperIdentity(child)
 
 	id := e.submit(e.request(mode, "sh", "-c", `i=0; while :; do i=$((i+1)); echo "line $i"; sleep 0.005; done`))
 	e.waitFor("output", func() bool { _, o := e.read(id); return strings.Count(o.all.String(), "\n") >= 50 })
@@ -199,10 +206,7 @@ func TestWorker_KilledWorkerPlaceholders(t *testing.T) {
 	}
 	ledger := filepath.Join(t.TempDir(), "placeholders")
 	child := e.startHelperWorker(t, helperLedger+"="+ledger)
-	e.waitFor("helper worker registered", func() bool {
-		ws, _ := e.client.Workers(t.Context())
-		return slices.ContainsFunc(ws, func(w Identity) bool { return w.Pid == child.Process.Pid })
-	})
+	e.helperIdentity(child)
 	id := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo up; sleep 300"))
 	e.waitFor("output", func() bool { _, o := e.read(id); return strings.Contains(o.all.String(), "up") })
 	names := sandbox.ProtectedNames()

@@ -228,17 +228,7 @@ func TestWorker_QueuedBehindAKilledWorkersCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := e.startHelperWorker(t, helperAckWait+"="+ackWait.String())
-	var victim Identity
-	e.waitFor("helper worker registered", func() bool {
-		ws, _ := e.client.Workers(t.Context())
-		for _, w := range ws {
-			if w.Pid == child.Process.Pid {
-				victim = w
-				return true
-			}
-		}
-		return false
-	})
+	victim := e.helperIdentity(child)
 	first := e.submit(e.request(events.ModeWorkspaceWrite, "sh", "-c", "echo start first >> order; exec sleep 600"))
 	e.waitFor("the first to run", func() bool {
 		b, _ := os.ReadFile(filepath.Join(e.ws, "order"))
