@@ -361,6 +361,34 @@ func (x *Executor[S]) remember(c cached[S]) {
 	x.pushLocked(c)
 }
 
+// Remember caches s as agg's state for the next Execute on agg, which
+// then decides without reading the log: for a caller that has just
+// appended agg's events itself, without Execute. ver is the Ver of the
+// last event folded into s, last the stream sequence it landed at
+// (Appended.Last); s must be the fold of agg's events up to last, as
+// Execute's own cache is. A state cached at a later sequence is kept; a
+// Settled s is not cached. If another writer has moved agg past last,
+// the next decision finds out by its optimistic check, as for any
+// cached state, and reads the log then.
+func (x *Executor[S]) Remember(agg Aggregate, s S, ver, last uint64) {
+	x.once.Do(x.init)
+	c := cached[S]{agg: agg, s: s, ver: ver, last: last}
+	if x.Settled != nil && x.Settled(s) {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if el, ok := x.cache[agg]; ok {
+		if el.Value.(*cached[S]).last >= last {
+			return
+		}
+		*el.Value.(*cached[S]) = c
+		x.lru.MoveToFront(el)
+		return
+	}
+	x.pushLocked(c)
+}
+
 // rememberNew caches c, a state of an aggregate found empty, unless a
 // state of it is cached already (another decision's, since): it reports
 // whether c stands. A Settled c is returned, not cached.

@@ -451,3 +451,50 @@ func TestExecutorAggregatesDoNotWait(t *testing.T) {
 		t.Errorf("LastSeq = %d, want %d", seq, aggs)
 	}
 }
+
+// TestExecutorRemember: a state remembered after the caller's own append
+// is decided on without a load; one remembered behind the aggregate (a
+// writer moved it on since) costs a conflict and a catch-up, never a
+// wrong decision; one older than the cached state is not taken.
+func TestExecutorRemember(t *testing.T) {
+	t.Parallel()
+	l, _ := newLog(t)
+	lc := &loadCounter{Log: l, loads: map[string]int{}}
+	reg := events.NewRegistry()
+	x, other := countingExecutor(lc, reg, 0), countingExecutor(lc, reg, 0)
+	appendOne := func(id string, n int) uint64 {
+		t.Helper()
+		evs := nextDecision(reg, n, id)
+		evs[0].ID, evs[0].Agg, evs[0].Ver, evs[0].Host, evs[0].Actor = ulid.Make(), session(id), uint64(n+1), "h", "a"
+		_, last, err := l.Load(t.Context(), session(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ap, err := l.Append(t.Context(), events.Batch{Agg: session(id), Expect: last, Events: evs})
+		if err != nil {
+			t.Fatalf("append %s: %v", id, err)
+		}
+		return ap.Last
+	}
+	loads := func(id string) int { lc.mu.Lock(); defer lc.mu.Unlock(); return lc.loads[id] }
+
+	rLast := appendOne("r", 0)
+	x.Remember(session("r"), 1, 1, rLast)
+	if n := execNext(t, x, reg, "r"); n != 2 || loads("r") != 0 {
+		t.Errorf("after Remember: state %d after %d loads, want 2 after 0", n, loads("r"))
+	}
+
+	// Remembered behind: another writer appends after it.
+	last := appendOne("b", 0)
+	x.Remember(session("b"), 1, 1, last)
+	execNext(t, other, reg, "b") // 2 events now
+	if n := execNext(t, x, reg, "b"); n != 3 {
+		t.Errorf("remembered behind: state %d, want 3 (caught up at the conflict)", n)
+	}
+
+	// An older state does not replace a newer one.
+	x.Remember(session("r"), 1, 1, rLast)
+	if n := execNext(t, x, reg, "r"); n != 3 || loads("r") != 0 {
+		t.Errorf("after an older Remember: state %d after %d loads, want 3 after 0", n, loads("r"))
+	}
+}

@@ -310,6 +310,9 @@ func (w *Worker) takeClaiming(ctx, procCtx context.Context, id, session string, 
 		w.unclaim(ctx, id)
 		return verdictWait, nil
 	}
+	// The command as the log has it (the spec runs on the resolved
+	// workspace): start caches it for the decisions that follow.
+	st.Workspace = r.st.Workspace
 	return w.start(ctx, procCtx, st, last, spec)
 }
 
@@ -633,7 +636,17 @@ func (w *Worker) start(ctx, procCtx context.Context, st command.State, last uint
 	// Decide on the state just loaded; only a conflict costs a reload.
 	evs, err := decide(st)
 	if err == nil {
-		_, err = appendAt(actx, w.cfg.Log, w.cfg.Reg, w.cfg.IDs, w.cfg.Host, "logbook-worker", st.Ver, last, evs)
+		var ap events.Appended
+		if ap, err = appendAt(actx, w.cfg.Log, w.cfg.Reg, w.cfg.IDs, w.cfg.Host, "logbook-worker", st.Ver, last, evs); err == nil && !ap.Duplicate {
+			// The state after the start, for the decisions that follow
+			// on this command (command.running, the exit): they decide
+			// without reading the log back.
+			now := st
+			for _, e := range evs {
+				now = command.Evolve(now, e)
+			}
+			w.cmds.Remember(agg, now, now.Ver, ap.Last)
+		}
 	}
 	if errors.Is(err, events.ErrConflict) {
 		_, _, err = w.cmds.Execute(actx, agg, decide)
