@@ -230,10 +230,17 @@ func (e *benchEnv) requestTimes(ctx context.Context, js jetstream.JetStream, fro
 	if err != nil {
 		return fmt.Errorf("command times: %w", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+	// One iterator for the whole read: an ordered consumer's Next is a
+	// fetch of its own, which makes the server a consumer per message.
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("command times: %w", err)
+	}
+	defer it.Stop()
+	stop := time.AfterFunc(30*time.Second, it.Stop)
+	defer stop.Stop()
 	for {
-		msg, err := cons.Next(jetstream.FetchContext(rctx))
+		msg, err := it.Next()
 		if err != nil {
 			return fmt.Errorf("command times: %w", err)
 		}
