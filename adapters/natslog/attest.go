@@ -57,6 +57,15 @@ func (l *Log) currentSigner() Signer {
 // Log's signer: how a key event is appended with the admin key. Its
 // outcomes are Append's; b goes out alone (never merged).
 func (l *Log) AppendSigned(ctx context.Context, b events.Batch, s Signer) (events.Appended, error) {
+	ap, err := l.appendSigned(ctx, b, s)
+	if err == nil {
+		l.noteEvent(ap.Last)
+	}
+	return ap, err
+}
+
+// appendSigned is AppendSigned.
+func (l *Log) appendSigned(ctx context.Context, b events.Batch, s Signer) (events.Appended, error) {
 	if err := l.connRefusal(); err != nil {
 		return events.Appended{}, fmt.Errorf("append %s: %w", b.Agg, err)
 	}

@@ -2,7 +2,9 @@ package natslog
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/events"
 )
@@ -46,5 +48,60 @@ func TestLog_LastEventSeq(t *testing.T) {
 	got, err := l.LastEventSeq(t.Context())
 	if err != nil || got != ap.Last {
 		t.Errorf("LastEventSeq = %d, %v; want %d (the output after it does not count)", got, err, ap.Last)
+	}
+}
+
+// TestLog_LastEventSeqFromWhatItKnows: LastEventSeq, asked forward from
+// an event the Log knows of, answers what the server's walk of every
+// subject answers, whoever appended meanwhile (this Log, another, a run
+// of events longer than its forward gets, output after them), and when
+// the event it knows is gone (a tail the store lost, here a hint past
+// the end).
+func TestLog_LastEventSeqFromWhatItKnows(t *testing.T) {
+	t.Parallel()
+	l, s := newLog(t)
+	other := openLog(t, s)
+	reg := events.NewRegistry()
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	vers := map[string]uint64{} // by session id
+	lasts := map[string]uint64{}
+	add := func(by *Log, id string, n int) {
+		t.Helper()
+		b := decision(reg, session(id), lasts[id], vers[id]+1, n)
+		ap := mustAppend(t, by, b)
+		vers[id] += uint64(n)
+		lasts[id] = ap.Last
+	}
+	check := func(step string) {
+		t.Helper()
+		want, err := l.lastEventSeq(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.LastEventSeq(t.Context())
+		if err != nil || got != want {
+			t.Fatalf("%s: LastEventSeq = %d, %v; the server's walk says %d", step, got, err, want)
+		}
+	}
+	check("empty")
+	for i := range 200 {
+		id := fmt.Sprintf("s%d", rng.IntN(20))
+		switch rng.IntN(5) {
+		case 0:
+			add(l, id, 1+rng.IntN(3))
+		case 1:
+			add(other, id, 1)
+		case 2:
+			for range lastEventSteps + 2 {
+				add(other, id, 1)
+			}
+		case 3:
+			if _, err := other.PublishOutput(t.Context(), "c1", "", []byte("out")); err != nil {
+				t.Fatal(err)
+			}
+		case 4:
+			l.eventHint.Store(lastSeq(t, l) + 1 + uint64(rng.IntN(5)))
+		}
+		check(fmt.Sprintf("step %d", i))
 	}
 }

@@ -59,6 +59,10 @@ type Log struct {
 	// leaderReads is set on a replicated stream: reads that must see
 	// every acknowledged append go to the leader (see leaderGet).
 	leaderReads bool
+	// eventHint is a stream sequence known to hold an event, the highest
+	// this Log appended or found last (noteEvent): where LastEventSeq
+	// looks from.
+	eventHint atomic.Uint64
 	// srv is the embedded Server of this process the Log's connection
 	// is connected to (nil: none), whose JetStream restarts its reads
 	// wait out (acrossHeals).
@@ -292,6 +296,15 @@ func (l *Log) Stats() Stats {
 // and Last are 0 when the server reports a repeat that is not where
 // b.Expect says (the batch was changed since).
 func (l *Log) Append(ctx context.Context, b events.Batch) (events.Appended, error) {
+	ap, err := l.append(ctx, b)
+	if err == nil {
+		l.noteEvent(ap.Last)
+	}
+	return ap, err
+}
+
+// append is Append.
+func (l *Log) append(ctx context.Context, b events.Batch) (events.Appended, error) {
 	if len(b.Events) >= DirectMin {
 		return l.appendDirect(ctx, b)
 	}
