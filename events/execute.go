@@ -363,19 +363,22 @@ func (x *Executor[S]) remember(c cached[S]) {
 
 // Remember caches s as agg's state for the next Execute on agg, which
 // then decides without reading the log: for a caller that has just
-// appended agg's events itself, without Execute. ver is the Ver of the
-// last event folded into s, last the stream sequence it landed at
-// (Appended.Last); s must be the fold of agg's events up to last, as
-// Execute's own cache is. A state cached at a later sequence is kept; a
-// Settled s is not cached. If another writer has moved agg past last,
-// the next decision finds out by its optimistic check, as for any
-// cached state, and reads the log then.
+// appended agg's events itself, without Execute. s must be the fold of
+// agg's events up to stream sequence last (the Appended.Last of that
+// append), as Execute's own cache is; ver is the highest Ver folded into
+// s. x keeps s and hands it to later decisions: the caller must not
+// change s, nor anything it references, afterwards. A state cached at
+// a later sequence is kept; a Settled s drops agg's cached state
+// instead. If another writer has moved agg past last, the next decision
+// finds out by its optimistic check, as for any cached state, and reads
+// the log then. Safe for concurrent use; it takes no aggregate's lock.
 func (x *Executor[S]) Remember(agg Aggregate, s S, ver, last uint64) {
 	x.once.Do(x.init)
-	c := cached[S]{agg: agg, s: s, ver: ver, last: last}
 	if x.Settled != nil && x.Settled(s) {
+		x.forget(agg)
 		return
 	}
+	c := cached[S]{agg: agg, s: s, ver: ver, last: last}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if el, ok := x.cache[agg]; ok {
