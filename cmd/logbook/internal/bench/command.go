@@ -237,11 +237,15 @@ func (e *benchEnv) requestTimes(ctx context.Context, js jetstream.JetStream, fro
 		return fmt.Errorf("command times: %w", err)
 	}
 	defer it.Stop()
-	stop := time.AfterFunc(30*time.Second, it.Stop)
-	defer stop.Stop()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	defer context.AfterFunc(rctx, it.Stop)()
 	for {
 		msg, err := it.Next()
 		if err != nil {
+			if cerr := rctx.Err(); cerr != nil {
+				err = fmt.Errorf("%w (%w)", cerr, err)
+			}
 			return fmt.Errorf("command times: %w", err)
 		}
 		md, err := msg.Metadata()
