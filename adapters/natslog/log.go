@@ -59,10 +59,13 @@ type Log struct {
 	// leaderReads is set on a replicated stream: reads that must see
 	// every acknowledged append go to the leader (see leaderGet).
 	leaderReads bool
-	// eventHint is a stream sequence known to hold an event, the highest
-	// this Log appended or found last (noteEvent): where LastEventSeq
-	// looks from.
-	eventHint atomic.Uint64
+	// eventHint is a stream sequence that held an event when this Log
+	// appended it, followed it or found it last (noteEvent,
+	// LastEventSeq): where LastEventSeq looks from. eventWalks counts
+	// the times LastEventSeq asked the server for the last event
+	// instead.
+	eventHint  atomic.Uint64
+	eventWalks atomic.Uint64
 	// srv is the embedded Server of this process the Log's connection
 	// is connected to (nil: none), whose JetStream restarts its reads
 	// wait out (acrossHeals).

@@ -433,6 +433,9 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 			if err != nil && ctx.Err() != nil {
 				return false
 			}
+			if err == nil {
+				l.noteEvent(r.Seq) // for LastEventSeq: another writer's too
+			}
 			return yield(r, err)
 		}
 		ord := l.newOrder(from)
@@ -447,6 +450,7 @@ func (l *Log) Follow(ctx context.Context, from uint64) iter.Seq2[events.Record, 
 				quiet(events.Record{}, err)
 				return
 			}
+			l.noteEvent(m.Seq) // for LastEventSeq: another writer's too
 			rec, err := l.decode(d, m.Seq, m.Subject, m.Data)
 			if err != nil {
 				q, qerr := l.undecodable(ctx, m.Seq, m.Subject, m.Decoded().Header, m.Data, 0, err)
@@ -815,17 +819,22 @@ func (l *Log) stopConsumer(ctx context.Context, cons jetstream.Consumer, it jets
 
 // LastEventSeq returns the stream sequence of the last event (a message on
 // lb.ev.>), ignoring command output after it; 0 when there is none. A
-// projection whose checkpoint has reached it has seen every event.
+// projection whose checkpoint has reached it has seen every event. Its
+// errors are the server's, or ctx's, wrapped with the stream's name.
 //
 // The server finds the last message of a wildcard subject by walking
-// every subject under it, one per aggregate the log ever held: about
-// 3 ms a call at 50,000 aggregates, and every exec's catch-up asks. So
-// it is asked from an event this Log knows of (one it appended, or the
-// answer of the call before) forward instead: the first event at or
-// after it, then the next after that, a few gets that cost the same
-// however long the log. Only when the event known is gone (a store that
-// lost its tail) or the log moves on faster than the gets follow it is
-// the server asked for the last event itself.
+// the subjects under it, up to one per aggregate the log ever held: about
+// 1 ms a call at 20,000 aggregates each in one block of the store, and
+// every exec's catch-up asks. So it is asked first from the last event
+// this Log knows of (eventHint: one it appended or followed, or its
+// answer the time before), with two gets of the first event at or after a sequence: one
+// finds none after that event, the other finds it still there. That
+// answers whenever this Log appended the last event or its Follow has
+// yielded it (serve, whose projection follows the log, and through which
+// its host's hooks and execs append), at the same cost however long the
+// log. The server is asked for the last event itself when
+// another writer appended since (after the first get), or the event
+// known is gone (a tail the store lost).
 func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
 	if h := l.eventHint.Load(); h > 0 {
 		last, ok, err := l.lastEventFrom(ctx, h)
@@ -836,40 +845,41 @@ func (l *Log) LastEventSeq(ctx context.Context) (uint64, error) {
 			return last, nil
 		}
 	}
+	l.eventWalks.Add(1)
 	last, err := l.lastEventSeq(ctx)
 	if err == nil {
 		// Set, not raised: a hint past the last event (a tail the store
-		// lost) would send every call here.
+		// lost) would send every call here. A racing append may have
+		// noted a later one; this one holds an event too.
 		l.eventHint.Store(last)
 	}
 	return last, err
 }
 
-// lastEventSteps bounds the gets of lastEventFrom.
-const lastEventSteps = 4
-
 // lastEventFrom is LastEventSeq asked from h, a sequence that held an
-// event: false when h holds none now, nor does any later sequence, or the
-// log is still moving after lastEventSteps gets.
+// event: false when h holds none now, or an event follows it.
 func (l *Log) lastEventFrom(ctx context.Context, h uint64) (uint64, bool, error) {
-	at := h // the first get includes h: it must still hold an event
-	found := uint64(0)
-	for range lastEventSteps {
-		m, err := l.getMsg(ctx, at, events.SubjectEvents+".>")
+	// first returns the first event at or after from.
+	first := func(from uint64) (uint64, bool, error) {
+		m, err := l.getMsg(ctx, from, events.SubjectEvents+".>")
 		if errors.Is(err, jetstream.ErrMsgNotFound) || errors.Is(err, errNoMsg) {
-			if found == 0 {
-				return 0, false, nil // h is gone, and so is all after it
-			}
-			l.noteEvent(found)
-			return found, true, nil
+			return 0, false, nil
 		}
 		if err != nil {
 			return 0, false, err
 		}
-		found, at = m.Sequence, m.Sequence+1
+		return m.Sequence, true, nil
 	}
-	l.noteEvent(found)
-	return 0, false, nil
+	// Past h first: an event there (another writer appended since) ends
+	// the search at one get.
+	if _, after, err := first(h + 1); err != nil || after {
+		return 0, false, err
+	}
+	f, ok, err := first(h)
+	if err != nil || !ok || f != h {
+		return 0, false, err
+	}
+	return h, true, nil
 }
 
 // noteEvent records seq as a stream sequence holding an event, for
