@@ -25,8 +25,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -235,15 +238,48 @@ func call(dir, path string, req Request, stdout, stderr io.Writer, exiting bool)
 	done := make(chan struct{})
 	defer close(done)
 	caught := make(chan os.Signal, 1)
+	var hard atomic.Pointer[string] // why the client stopped waiting for the answer
 	go func() {
+		var first os.Signal
 		select {
-		case s := <-sigs:
-			caught <- s
-			_ = unix.Shutdown(fd, unix.SHUT_WR) // the server's end reads EOF: an interrupt
+		case first = <-sigs:
 		case <-done:
+			return
+		}
+		caught <- first
+		_ = unix.Shutdown(fd, unix.SHUT_WR) // the server's end reads EOF: an interrupt
+		// serve answers an interrupt at once; one that does not (stopped,
+		// or wedged) is not waited for past a second signal or
+		// StopHardAfter, as any logbook command stops.
+		at := time.Now()
+		timer := time.NewTimer(StopHardAfter)
+		defer timer.Stop()
+		for {
+			var why string
+			select {
+			case s := <-sigs:
+				if s == first && time.Since(at) < sameStop {
+					continue // the same stop, sent again (timeout's, to the group too)
+				}
+				why = "at a second stop signal (" + signalName(s) + ")"
+			case <-timer.C:
+				why = fmt.Sprintf("serve had not answered %s after %s", StopHardAfter, signalName(first))
+			case <-done:
+				return
+			}
+			hard.Store(&why)
+			_ = unix.Shutdown(fd, unix.SHUT_RDWR) // the read below ends
+			return
 		}
 	}()
 	code, err := readAnswer(fd, stdout, stderr)
+	if why := hard.Load(); err != nil && why != nil {
+		n, _ := caughtSignal(caught)
+		buf := make([]byte, 1<<16)
+		buf = buf[:runtime.Stack(buf, true)]
+		fmt.Fprintf(stderr, "logbook-exec: stopped hard %s: whether serve learned of the interrupt, and whether the command goes on, is unknown: see `logbook commands`\n%s", *why, buf)
+		return 128 + n, nil
+	}
 	if err != nil && werr != nil {
 		return code, werr
 	}
@@ -251,6 +287,32 @@ func call(dir, path string, req Request, stdout, stderr io.Writer, exiting bool)
 		code = 128 + n // the signal this process took, not serve's guess
 	}
 	return code, err
+}
+
+// StopHardAfter is how long a client that took a stop signal waits for
+// serve's answer to the interrupt before it stops hard (exit 128 + the
+// signal's number, `stopped hard` on stderr); a second stop signal ends
+// the wait at once. A variable for tests.
+var StopHardAfter = 30 * time.Second
+
+// sameStop is how soon the same signal again is the same stop (timeout
+// sends it to the command and then to its process group).
+const sameStop = 250 * time.Millisecond
+
+// signalName names s as the shell does (SIGINT), or by its number.
+func signalName(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok {
+		switch n {
+		case syscall.SIGINT:
+			return "SIGINT"
+		case syscall.SIGTERM:
+			return "SIGTERM"
+		case syscall.SIGHUP:
+			return "SIGHUP"
+		}
+		return "signal " + strconv.Itoa(int(n))
+	}
+	return s.String()
 }
 
 // InterruptedExit is the exit status serve answers for an exec its
