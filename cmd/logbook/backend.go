@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -95,8 +97,14 @@ func (b *backend) redactor() (*redact.Redactor, error) {
 
 // openBackend connects to the server named by serve.json (or natsURL),
 // and falls back to opening the data dir directly when no server answers
-// (host.Open).
+// (host.Open). A system socket to ask instead (g.socketPath) is a usage
+// error naming where it came from: the commands that open a backend need
+// the log itself, which a system serve's socket does not give, and
+// opening some other data dir in its place would answer from another log.
 func openBackend(ctx context.Context, g *globals) (*backend, error) {
+	if err := refuseSocket(g); err != nil {
+		return nil, err
+	}
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return nil, err
@@ -170,4 +178,21 @@ func (b *backend) Close() error {
 // reach is how g tells a command to reach a server (datadir.Reach).
 func (g *globals) reach() datadir.Reach {
 	return datadir.Reach{URL: g.natsURL, CredsPath: g.credsPath, Role: g.role}
+}
+
+// refuseSocket returns the usage error of a command that opens a backend
+// while g names a system socket (g.socketPath), nil when it names none or
+// when serve runs the command (g.served).
+func refuseSocket(g *globals) error {
+	sock := g.socketPath()
+	if sock == "" || g.served != nil {
+		return nil
+	}
+	from, drop := "--socket "+g.socket, "leave out --socket"
+	if g.socket == "" {
+		from, drop = "$LOGBOOK_SOCKET ("+os.Getenv("LOGBOOK_SOCKET")+")", "unset LOGBOOK_SOCKET"
+	}
+	name := cmp.Or(strings.TrimPrefix(g.cmdName, "logbook "), "this command")
+	return usageErrorf("%s: %s names a system serve's socket, which %s does not go through: it needs the log itself; give --data DIR for a data dir (serve's, as a user who may open it), or %s",
+		name, from, name, drop)
 }

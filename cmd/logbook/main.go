@@ -246,7 +246,7 @@ Ids: any unique prefix of a session or command id names it.`,
 	pf.StringVar(&g.natsURL, "nats-url", os.Getenv("LOGBOOK_NATS_URL"), "use this NATS server or cluster instead of the data dir's, e.g. nats://host:4222 (default $LOGBOOK_NATS_URL; put credentials in --creds, not here: a command line is visible to every user)")
 	pf.StringVar(&g.credsPath, "creds", os.Getenv("LOGBOOK_CREDS"), `credentials file to connect with, as "logbook creds issue" writes it (default $LOGBOOK_CREDS)`)
 	pf.BoolVar(&g.json, "json", false, "print machine-readable JSON")
-	pf.StringVar(&g.socket, "socket", "", "ask a serve in system mode on its socket (a path, or its --socket-dir) instead of opening a data dir: hooks, sessions, session show, audit, review (default $LOGBOOK_SOCKET when neither --data, --nats-url nor --creds is given)")
+	pf.StringVar(&g.socket, "socket", "", "ask a serve in system mode on its socket (a path, or its --socket-dir) instead of opening a data dir: hooks, sessions, session show, audit, review; a command that needs the log itself (exec, command output, events, import, replay) refuses it (default $LOGBOOK_SOCKET when neither --data, --nats-url nor --creds is given)")
 	if g.served != nil {
 		// An exec served on the exec socket (runServedExec) runs exec
 		// and nothing else: building the thirty other verbs and their

@@ -14,7 +14,7 @@
 // same arguments (found beside this binary, else on $PATH, and run in
 // this process's place, execve(2)): help (-h, --help), a flag it does
 // not know, --nats-url, --creds or --socket (or $LOGBOOK_NATS_URL,
-// $LOGBOOK_CREDS), and a data dir with no exec socket, or one nothing
+// $LOGBOOK_CREDS, and $LOGBOOK_SOCKET without --data), and a data dir with no exec socket, or one nothing
 // listens on (no serve runs, or an older one): logbook then says what is
 // wrong, or runs the command its own way. Once serve has the request
 // nothing is handed over, so a command never runs twice.
@@ -63,7 +63,8 @@ var handedFlags = map[string]bool{"nats-url": true, "creds": true, "socket": tru
 // binary, then on $PATH). A hand-over does not return unless it fails.
 func Main(args []string, stdout, stderr io.Writer, logbook string) int {
 	rest, data, ok := parseArgs(args)
-	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" {
+	if !ok || os.Getenv("LOGBOOK_NATS_URL") != "" || os.Getenv("LOGBOOK_CREDS") != "" ||
+		(data == "" && os.Getenv("LOGBOOK_SOCKET") != "") {
 		return handOver(args, stderr, logbook)
 	}
 	dir, err := locate.Path(data)
