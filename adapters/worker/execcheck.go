@@ -17,13 +17,16 @@ import (
 
 // RequestID returns the id of a command requested for session: id as
 // given; else, with key, the id derived from session and key (KeyID);
-// else a new ULID. id and key together, or an id that is not valid
-// (events.ValidID), is an error saying which flag (--id, --key) is
-// wrong.
+// else a new ULID. id and key together, an id that is not valid
+// (events.ValidID), or one given that begins with '-' (which every
+// command naming it, `logbook command output ID` first, would read as a
+// flag), is an error saying which flag (--id, --key) is wrong.
 func RequestID(session, id, key string) (string, error) {
 	switch {
 	case key != "" && id != "":
 		return "", errors.New("--id and --key exclude each other")
+	case strings.HasPrefix(id, "-"):
+		return "", fmt.Errorf("--id %q: an id begins with a letter, digit or '_', not '-', which `logbook command output ID` would read as a flag", id)
 	case key != "":
 		id = KeyID(session, key)
 	case id == "":
