@@ -126,6 +126,38 @@ func CheckCwd(ws, cwd string, exists bool) error {
 	return nil
 }
 
+// CwdWithin returns cwd as a request for a command in workspace ws
+// (absolute) names it: as given when it lies in ws by name (cleaned, a
+// relative cwd taken from ws), else, when it reaches a directory in ws
+// through symbolic links (its own or ws's), that directory relative to
+// ws ("." for ws itself), so that the request passes CheckRequest, which
+// compares names only (a requester may be on another host than the
+// directories), and records where the command runs rather than a link
+// that may point elsewhere later. A cwd that reaches no directory in ws,
+// or that does not resolve, is returned as given, for CheckCwd to refuse.
+func CwdWithin(ws, cwd string) string {
+	if cwd == "" || checkCwd(ws, cwd, false) == nil {
+		return cwd
+	}
+	dir := cwd
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(ws, dir)
+	}
+	rws, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return cwd
+	}
+	rdir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return cwd
+	}
+	rel, err := filepath.Rel(rws, rdir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return cwd
+	}
+	return rel
+}
+
 // ExitStatus maps an ended command to the exit status of the process
 // that waited for it, and the error that says why when it is not 0: its
 // own exit status (128 + the signal number when a signal killed it), 127

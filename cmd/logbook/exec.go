@@ -211,6 +211,9 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if err := worker.CheckCwd(ws, f.cwd, wsErr == nil); err != nil {
 		return usageErrorf("exec: %w", err)
 	}
+	// A cwd that reaches the workspace through a symbolic link (or a
+	// workspace named through one) is recorded as the directory in it.
+	f.cwd = worker.CwdWithin(ws, f.cwd)
 	// A system directory is no workspace in any mode: refused here,
 	// before anything is on the log, as the workers refuse it.
 	if real, err := filepath.EvalSymlinks(ws); err == nil {
