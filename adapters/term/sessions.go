@@ -315,7 +315,7 @@ func CardLines(c session.Card, own *session.State, prices *usage.Table) []string
 }
 
 // Commands writes cs as the command table, a row a command (its argv
-// cut to 60 runes of its escaped text); withSession adds each command's
+// as bash would read it back, Argv, cut to 60 runes); withSession adds each command's
 // session. Write it through Print. Errors are w's.
 func Commands(w io.Writer, cs []command.State, withSession bool) error {
 	tw := NewTable(w)
@@ -355,7 +355,7 @@ func Commands(w io.Writer, cs []command.State, withSession bool) error {
 			output = strconv.FormatInt(c.OutputBytes, 10)
 		}
 		// The program as named, path and all: /tmp/ws/ls is not ls.
-		argv := Cell(strings.Join(c.Argv, " ")) // cut on the escaped text, which is printed
+		argv := Cell(Argv(c.Argv)) // cut on the quoted text, which is printed
 		if r := []rune(argv); len(r) > 60 {
 			argv = string(r[:57]) + "..."
 		}

@@ -232,7 +232,7 @@ func (m *Model) sessionLine(s session.Summary) string {
 
 // commandLine draws an active command: id, session, status and argv.
 func (m *Model) commandLine(c command.State) string {
-	argv := strings.Join(c.Argv, " ")
+	argv := term.Argv(c.Argv)
 	return cols(col(prefix(term.Field(c.ID), 12), 12), col(m.sessionID(c.Session), m.shortW),
 		col(cutRight(term.Field(term.Dash(c.Status)), 10), 10), term.Field(term.Blanks(argv)))
 }

@@ -289,7 +289,7 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		// A retry: the first run's command, whatever became of its session.
 		if st, err := cl.Command(ctx, f.id); err == nil {
 			if why := retryDiffers(st, f, argv, ws, env); why != "" {
-				return fmt.Errorf("exec: %w: key %q of session %s names another command (%s): %s", events.ErrRejected, f.key, f.session, strings.Join(st.Argv, " "), why)
+				return fmt.Errorf("exec: %w: key %q of session %s names another command (%s): %s", events.ErrRejected, f.key, f.session, term.Argv(st.Argv), why)
 			}
 			return waitExec(ctx, g, cl, p, f)
 		} else if !errors.Is(err, events.ErrNotFound) {
