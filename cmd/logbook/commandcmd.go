@@ -14,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/term"
 	"github.com/logbook-dev/logbook/adapters/worker"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/command"
 )
 
 func commandCmd(g *globals) *cobra.Command {
@@ -171,7 +172,40 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 		fmt.Fprintf(g.stderr, "logbook: command %s: --after %d is past the end of its output (%s): nothing printed\n", st.ID, opts.After, term.Plural(int(st.OutputBytes), "byte"))
 	}
 	fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, term.Safe(term.CommandStatus(st)))
+	if direct && !st.Ended() {
+		fmt.Fprintf(g.stderr, "logbook: %s\n", noServeText(1))
+	}
 	return nil
+}
+
+// noServeNote says on stderr, when b read the data dir's log on a server
+// of this process's own (no serve answered; not through a socket) and
+// some of cs have not ended, that nothing runs them now: with no serve
+// for the data dir no worker reaches its log, so a command listed as
+// started or waiting is as the log last recorded it.
+func noServeNote(g *globals, b *backend, cs []command.State) {
+	if b == nil || b.remote || b.socket != "" {
+		return
+	}
+	n := 0
+	for _, c := range cs {
+		if !c.Ended() {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(g.stderr, "logbook: %s\n", noServeText(n))
+	}
+}
+
+// noServeText is what noServeNote says of n commands not ended.
+func noServeText(n int) string {
+	what := "the " + term.Plural(n, "command") + " shown started or waiting are as the log last recorded them"
+	if n == 1 {
+		what = "the command shown started or waiting is as the log last recorded it"
+	}
+	return "no serve runs for this data dir, so no worker runs its commands now: " + what +
+		"; one whose worker went with its serve is marked abandoned, and a waiting one runs, once `logbook serve` runs again"
 }
 
 // maxStopReason is the most bytes of a command stop's reason taken, as
@@ -218,7 +252,11 @@ func commandsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return emit(g, out, func(w io.Writer) error { return term.Commands(w, out, true) })
+				if err := emit(g, out, func(w io.Writer) error { return term.Commands(w, out, true) }); err != nil {
+					return err
+				}
+				noServeNote(g, b, out)
+				return nil
 			})
 		},
 	}
