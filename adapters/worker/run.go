@@ -414,6 +414,10 @@ func (w *Worker) fedRequest(ctx context.Context, id string) (tracked, bool) {
 	}
 }
 
+// claimTries is how many times claim creates a claim that is gone as
+// soon as it is found taken.
+const claimTries = 3
+
 // nested reports whether clean absolute paths a and b are the same or
 // one lies inside the other.
 func nested(a, b string) bool {
@@ -422,17 +426,27 @@ func nested(a, b string) bool {
 
 // claim makes this worker the one allowed to start command id. It
 // returns verdictStarted when the claim is this worker's.
+//
+// A claim that exists when created but is gone when read (its holder's
+// claim removed, or expired, in between) is created again, up to
+// claimTries times in all, before the command is left for a redelivery.
 func (w *Worker) claim(ctx context.Context, id string) (verdict, error) {
-	_, err := w.claims.Create(ctx, id, []byte(w.id.ID))
-	if err == nil {
-		return verdictStarted, nil
-	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return verdictRetry, fmt.Errorf("claim %s: %w", id, err)
-	}
-	e, err := w.claims.Get(ctx, id)
-	if err != nil {
-		return verdictRetry, fmt.Errorf("claim %s: read holder: %w", id, err)
+	var e jetstream.KeyValueEntry
+	for try := 1; ; try++ {
+		_, err := w.claims.Create(ctx, id, []byte(w.id.ID))
+		if err == nil {
+			return verdictStarted, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return verdictRetry, fmt.Errorf("claim %s: %w", id, err)
+		}
+		e, err = w.claims.Get(ctx, id)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) || try == claimTries {
+			return verdictRetry, fmt.Errorf("claim %s: read holder: %w", id, err)
+		}
 	}
 	holder := string(e.Value())
 	if holder == w.id.ID {
