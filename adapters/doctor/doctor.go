@@ -1,5 +1,5 @@
 // Package doctor checks what Logbook needs on this machine: bubblewrap,
-// the binaries on PATH, the reporter beside logbook, the data dir, the
+// the binaries on PATH (logbook, logbook-hook, logbook-exec), the reporter beside logbook, the data dir, the
 // running server, the sandbox's view, the hook journal, the hooks in
 // Claude Code's settings, the agents' data dirs and cgroup v2. Each check returns a Check, ok, warn
 // or fail, with what was found and the fix; nothing is changed. The
@@ -114,7 +114,7 @@ func Run(ctx context.Context, env Env) []Check {
 		msg = func(err error) string { return err.Error() }
 	}
 	out := []Check{Bubblewrap(ctx, env.Bwrap, msg)}
-	for _, name := range []string{"logbook", "logbook-hook"} {
+	for _, name := range []string{"logbook", "logbook-hook", "logbook-exec"} {
 		out = append(out, OnPath(name))
 	}
 	self, err := os.Executable()
@@ -246,8 +246,8 @@ func Bubblewrap(ctx context.Context, bwrap string, msg func(error) string) Check
 	return c
 }
 
-// OnPath checks that the binary name (logbook, logbook-hook) is on PATH,
-// for the hooks and for people.
+// OnPath checks that the binary name (logbook, logbook-hook,
+// logbook-exec) is on PATH, for the hooks, the agents and people.
 func OnPath(name string) Check {
 	c := Check{Name: name}
 	if p, err := exec.LookPath(name); err == nil {
@@ -259,6 +259,10 @@ func OnPath(name string) Check {
 	if name == "logbook-hook" {
 		c.Detail += " (hooks then run `logbook hook claude`, slower to start)"
 		c.Fix = "go install ./cmd/logbook-hook from the clone, with Go's bin directory on PATH"
+	}
+	if name == "logbook-exec" {
+		c.Detail += " (agents then run commands with `logbook exec`, tens of ms slower to start each)"
+		c.Fix = "go install ./cmd/logbook-exec from the clone, with Go's bin directory on PATH"
 	}
 	return c
 }
