@@ -361,8 +361,12 @@ func readerLog(ctx context.Context, g *globals, b *backend) (*natslog.Log, bool,
 
 // openVerify reaches the log as openBackend does, but on the data dir's
 // own files without checking the projection against the log first: a
-// log that lost messages is what verify is for.
+// log that lost messages is what verify is for. A system socket is
+// refused as openBackend refuses it (refuseSocket).
 func openVerify(ctx context.Context, g *globals) (*backend, error) {
+	if err := refuseSocket(g); err != nil {
+		return nil, err
+	}
 	dd, err := resolveDataDir(g.data)
 	if err != nil {
 		return nil, err
