@@ -27,9 +27,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -80,12 +82,47 @@ func CommandSize(argv, env []string) int {
 }
 
 // CheckCommand returns a usage error's text when argv and env are over
-// MaxCommand (CommandSize), naming both sizes; nil otherwise.
+// MaxCommand (CommandSize), naming both sizes, or when an element of
+// either is not UTF-8 (CheckText, naming it "argument N", from 1, or
+// "environment entry NAME"); nil otherwise.
 func CheckCommand(argv, env []string) error {
+	for i, a := range argv {
+		if err := CheckText("argument "+strconv.Itoa(i+1), a); err != nil {
+			return err
+		}
+	}
+	for _, e := range env {
+		name, _, _ := strings.Cut(e, "=")
+		if err := CheckText("environment entry "+strconv.QuoteToASCII(name), e); err != nil {
+			return err
+		}
+	}
 	if n := CommandSize(argv, env); n > MaxCommand {
 		return fmt.Errorf("the command is too large: its arguments and environment take %d bytes as JSON, at most %d (a command is one event on the log); pass large input through a file", n, MaxCommand)
 	}
 	return nil
+}
+
+// CheckText returns an error naming what (an argument, a directory) when
+// s holds a byte that is not UTF-8, with the byte and its offset: the
+// log records a command's words, directories and environment as JSON
+// text, which would carry U+FFFD in that byte's place, and the worker
+// would run the command on another name than the one given. nil for
+// UTF-8.
+func CheckText(what, s string) error {
+	if utf8.ValidString(s) {
+		return nil
+	}
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		i += n
+	}
+	return fmt.Errorf("%s %s holds byte %#02x at offset %d, which is not UTF-8: the log records text, and the command would run with U+FFFD in its place, on another name; rename it in UTF-8, or reach it through a script or a glob",
+		what, strconv.QuoteToASCII(s), s[i], i)
 }
 
 // Errors of Call, for errors.Is. Only these two mean the server never

@@ -193,6 +193,18 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 		}
 		return usageErrorf("exec: %s: %w", what, err)
 	}
+	// The log records directories as text: a name that is not UTF-8
+	// would reach the worker as another one.
+	what := "--workspace"
+	if f.workspace == "" {
+		what = "the current directory (the default --workspace)"
+	}
+	if err := execsock.CheckText(what, ws); err != nil {
+		return usageErrorf("exec: %w", err)
+	}
+	if err := execsock.CheckText("--cwd", f.cwd); err != nil {
+		return usageErrorf("exec: %w", err)
+	}
 	if f.workspace == "" { // the current directory is stored too
 		if err := refuseSecrets(g, "exec", typedField{"the current directory (the default --workspace)", "folder", []string{ws}}); err != nil {
 			return err

@@ -81,6 +81,10 @@ func Main(args []string, stdout, stderr io.Writer, logbook string) int {
 		fmt.Fprintf(stderr, "logbook-exec: working directory: %v\n", err)
 		return 1
 	}
+	if err := execsock.CheckText("the working directory", cwd); err != nil {
+		fmt.Fprintf(stderr, "logbook-exec: exec: %v\n", err)
+		return 2
+	}
 	req := execsock.Request{Args: rest, Cwd: cwd, Env: []string{}}
 	for _, k := range InheritedEnv {
 		if v, ok := os.LookupEnv(k); ok {
