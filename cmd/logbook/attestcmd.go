@@ -67,7 +67,7 @@ registered; no host takes them from a file.`,
 		Short: "Make this data dir's admin key if it has none, and print its public part (to pin on every host)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dd, err := resolveDataDir(g.data)
+			dd, err := ownDataDir(g)
 			if err != nil {
 				return err
 			}
@@ -94,7 +94,7 @@ registered; no host takes them from a file.`,
 			if err != nil {
 				return usageErrorf("%v", err)
 			}
-			dd, err := resolveDataDir(g.data)
+			dd, err := ownDataDir(g)
 			if err != nil {
 				return err
 			}

@@ -188,11 +188,25 @@ func refuseSocket(g *globals) error {
 	if sock == "" || g.served != nil {
 		return nil
 	}
+	if g.socket != "" && g.data != "" {
+		return usageErrorf("--socket and --data: give one (--socket asks a serve in system mode; --data opens a data dir of your own)")
+	}
 	from, drop := "--socket "+g.socket, "leave out --socket"
 	if g.socket == "" {
 		from, drop = "$LOGBOOK_SOCKET ("+os.Getenv("LOGBOOK_SOCKET")+")", "unset LOGBOOK_SOCKET"
 	}
 	name := cmp.Or(strings.TrimPrefix(g.cmdName, "logbook "), "this command")
-	return usageErrorf("%s: %s names a system serve's socket, which %s does not go through: it needs the log itself; give --data DIR for a data dir (serve's, as a user who may open it), or %s",
+	return usageErrorf("%s: %s names a system serve's socket, which %s does not go through: it works on a data dir's log or files itself; give --data DIR for a data dir (serve's, as a user who may open it), or %s",
 		name, from, name, drop)
+}
+
+// ownDataDir is resolveDataDir for a command that works on the data dir's
+// own files (its keys, credentials, pinned keys): g naming a system
+// socket is refuseSocket's usage error, rather than a silent change to
+// some other data dir than the socket's serve's.
+func ownDataDir(g *globals) (dataDir, error) {
+	if err := refuseSocket(g); err != nil {
+		return "", err
+	}
+	return resolveDataDir(g.data)
 }

@@ -63,6 +63,9 @@ dir that does not exist or is empty: keys made in a mistyped --data sign
 nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseSocket(g); err != nil {
+				return err
+			}
 			dd, err := existingDataDir(g.data)
 			if err != nil {
 				return err
@@ -90,7 +93,7 @@ nothing.`,
 		Short: "Pin checkpoint or witness verifier keys (as `logbook checkpoint key` prints them on another host)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dd, err := resolveDataDir(g.data)
+			dd, err := ownDataDir(g)
 			if err != nil {
 				return err
 			}

@@ -53,7 +53,7 @@ are never issued: the embedded server's live only in the serve process.`,
 			if err != nil {
 				return &usageError{fmt.Errorf("--%w", err)}
 			}
-			dd, err := resolveDataDir(g.data)
+			dd, err := ownDataDir(g)
 			if err != nil {
 				return err
 			}
