@@ -65,7 +65,7 @@ const (
 // Reply wraps every answer: Error set means the request failed.
 type Reply struct {
 	Error string          `json:"error,omitempty"`
-	Code  string          `json:"code,omitempty"` // "not_found", "rejected", "malformed", "too_large", "appends_held"
+	Code  string          `json:"code,omitempty"` // "not_found", "rejected", "malformed", "too_large", "appends_held", "not_on_socket"
 	Data  json.RawMessage `json:"data,omitempty"`
 }
 
@@ -156,6 +156,15 @@ var ErrTooLarge = errors.New("answer too large")
 // appended, and the same payload goes in once the disk frees. Its code on
 // the wire is hooksock.CodeHeld.
 var ErrHeld = errors.New("serve holds appends")
+
+// ErrNotOnSocket is wrapped by the error of a verb the system socket
+// does not answer (System: neither a caller's verb nor a person's): the
+// command asks a serve's data dir for it instead. Its code on the wire
+// is CodeNotOnSocket.
+var ErrNotOnSocket = errors.New("not answered on the system socket")
+
+// CodeNotOnSocket is the reply code of ErrNotOnSocket.
+const CodeNotOnSocket = "not_on_socket"
 
 // PartSize returns the most answer bytes one message on nc carries.
 func PartSize(nc *nats.Conn) int {
@@ -411,6 +420,8 @@ func decodeAnswer(verb string, data []byte, resp any) error {
 			re.is = ErrTooLarge
 		case hooksock.CodeHeld:
 			re.is = ErrHeld
+		case CodeNotOnSocket:
+			re.is = ErrNotOnSocket
 		}
 		return re
 	}

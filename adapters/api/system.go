@@ -471,7 +471,7 @@ func (s *System) request(ctx context.Context, c *net.UnixConn, p Peer, own bool,
 	}
 	h, ok := s.People[verb]
 	if !ok {
-		return Reply{Error: fmt.Sprintf("system socket: verb %q is not asked here (it answers %s)", verb, strings.Join(s.verbs(), ", ")), Code: "malformed"}.wire()
+		return Reply{Error: fmt.Sprintf("system socket: verb %q is not asked here (it answers %s)", verb, strings.Join(s.verbs(), ", ")), Code: CodeNotOnSocket}.wire()
 	}
 	if !own && !s.Deciders.Permits(p) {
 		return refused("%s: refused: %s may not answer for a person on this socket (serve --socket-decide lets in %s)", verb, p, s.Deciders)

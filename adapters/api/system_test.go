@@ -93,7 +93,7 @@ func TestSystem_PersonVerbTakesThePeer(t *testing.T) {
 		}
 	}
 	err := call(t.Context(), "nosuch", struct{}{}, nil)
-	if err == nil || !strings.Contains(err.Error(), `verb "nosuch" is not asked here (it answers decide, read)`) {
+	if !errors.Is(err, ErrNotOnSocket) || !strings.Contains(err.Error(), `verb "nosuch" is not asked here (it answers decide, read)`) {
 		t.Errorf("unknown verb: %v", err)
 	}
 }

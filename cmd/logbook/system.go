@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -181,7 +182,18 @@ func withSocket(g *globals, sock string, fn func(b *backend, call api.Caller) er
 	if dd, err := resolveDataDir(""); err == nil {
 		b.dd = dd // the caller's own prices.json
 	}
-	return fn(b, call)
+	err = fn(b, call)
+	if errors.Is(err, api.ErrNotOnSocket) {
+		return notOnSocket(g, sock)
+	}
+	return err
+}
+
+// notOnSocket is the usage error of a command whose question the system
+// socket at sock does not answer (api.ErrNotOnSocket).
+func notOnSocket(g *globals, sock string) error {
+	name := cmp.Or(strings.TrimPrefix(g.cmdName, "logbook "), "this command")
+	return usageErrorf("%s: the system socket %s does not answer it (it answers hooks, the gate, sessions, session show, audit, review and usage): give --data DIR for a data dir (serve's, as a user who may open it)", name, sock)
 }
 
 // auditViaSocket is `logbook audit ID` through the system socket at sock.

@@ -677,3 +677,34 @@ func TestSystemMode_SocketGroup(t *testing.T) {
 		t.Errorf("serve --socket-group of no group: %v\n%s", err, out)
 	}
 }
+
+// TestSystemSocket_NotAnsweredThere: a command whose question the system
+// socket does not answer (commands, session end, replay --verify) exits
+// 2 naming the socket and asking for --data, rather than failing with
+// the socket's verb name; one it answers (sessions) still goes through.
+func TestSystemSocket_NotAnsweredThere(t *testing.T) {
+	t.Parallel()
+	bin, _, data := systemBins(t)
+	sock, stop, serveCmd := startSystemServe(t, bin, data)
+	for _, args := range [][]string{
+		{"commands"},
+		{"session", "end", "5e551011-0000-4000-8000-000000000001", "--reason", "x"},
+		{"replay", "--verify"},
+	} {
+		c := exec.Command(bin, append([]string{"--socket", sock}, args...)...)
+		c.Env = append(os.Environ(), "LOGBOOK_DATA="+filepath.Join(t.TempDir(), "none"))
+		out, stderr, code, err := runCmd(c, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != 2 || !strings.Contains(stderr, "the system socket "+sock+" does not answer it") || !strings.Contains(stderr, "give --data DIR") || strings.Contains(stderr, "verb") {
+			t.Errorf("%v through the socket: exit %d, stdout %q, stderr %q; want exit 2 naming the socket and --data", args, code, out, stderr)
+		}
+	}
+	c := exec.Command(bin, "--socket", sock, "sessions")
+	if out, stderr, code, err := runCmd(c, ""); err != nil || code != 0 {
+		t.Errorf("sessions through the socket: exit %d, %v, %s %s", code, err, out, stderr)
+	}
+	stop()
+	serveCmd.Wait()
+}
