@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/logbook-dev/logbook/adapters/api"
@@ -153,6 +154,11 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 		if natslog.Unreachable(err) {
 			printer.Close()
 			return fmt.Errorf("command output %s: the connection to the log's server closed before the command ended (did `logbook serve` stop?); the command may still run: come back with `logbook command output %s --follow --after %d`",
+				id, id, max(opts.After, printer.Pos))
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			printer.Close()
+			return fmt.Errorf("command output %s: the log's server stopped answering before the command ended (is `logbook serve` stopped, or the machine overloaded?); the command may still run: come back with `logbook command output %s --follow --after %d`",
 				id, id, max(opts.After, printer.Pos))
 		}
 		return err
