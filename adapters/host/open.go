@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -204,7 +205,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 		}
 		var err error
 		if c.RequireServer {
-			err = noServerError{strings.TrimPrefix(c.Cmd, "logbook ")}
+			err = noServerError{cmd: strings.TrimPrefix(c.Cmd, "logbook "), held: serveHolds(si, siOK)}
 		} else {
 			if err := dd.ForeignError(); err != nil {
 				return nil, err
@@ -489,10 +490,42 @@ func OpenLogWithin(ctx context.Context, nc *nats.Conn, cfg natslog.Config, wait 
 var ErrNoServer = errors.New("no server answers for the data dir")
 
 // noServerError is ErrNoServer for the command cmd ("sessions").
-type noServerError struct{ cmd string }
+// held, when not "", says that a serve holds the data dir but did not
+// answer (serveHolds).
+type noServerError struct{ cmd, held string }
 
 func (e noServerError) Error() string {
+	if e.held != "" {
+		return fmt.Sprintf("%s needs a running server that answers: %s", e.cmd, e.held)
+	}
 	return fmt.Sprintf("%s needs a running server: start `logbook serve`", e.cmd)
+}
+
+// serveHolds returns what a command that found no server answering says
+// of the serve serve.json (si, when ok) names, when that process still
+// runs a logbook (/proc/<pid>/stat's name): that it is stopped (state T,
+// a SIGSTOP or a debugger) and how to let it go on, or that it holds the
+// data dir but does not answer. "" when no such process runs: a serve
+// killed with SIGKILL leaves its serve.json behind, and its pid may be
+// another program's by now.
+func serveHolds(si datadir.ServeInfo, ok bool) string {
+	if !ok || si.PID <= 0 {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(si.PID) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// pid (comm) state …: comm may hold spaces and parentheses.
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open || end+2 >= len(s) || !strings.HasPrefix(s[open+1:end], "logbook") {
+		return ""
+	}
+	if state := s[end+2]; state == 'T' || state == 't' {
+		return fmt.Sprintf("`logbook serve` (pid %d) holds the data dir but is stopped (SIGSTOP, or a debugger): `kill -CONT %d` lets it go on", si.PID, si.PID)
+	}
+	return fmt.Sprintf("`logbook serve` (pid %d) holds the data dir but does not answer (overloaded, or wedged: its log says which)", si.PID)
 }
 
 func (e noServerError) Is(target error) bool { return target == ErrNoServer }
