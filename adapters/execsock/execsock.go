@@ -274,6 +274,7 @@ func call(dir, path string, req Request, stdout, stderr io.Writer, exiting bool)
 	}
 	done := make(chan struct{})
 	defer close(done)
+	go watchStopped(fd, done, stderr)
 	caught := make(chan os.Signal, 1)
 	var hard atomic.Pointer[string] // why the client stopped waiting for the answer
 	go func() {
@@ -325,6 +326,51 @@ func call(dir, path string, req Request, stdout, stderr io.Writer, exiting bool)
 	}
 	return code, err
 }
+
+// watchStopped looks, every StoppedCheck until done closes, at the state
+// of the process at the other end of connected socket fd (its peer
+// credentials' pid: serve), and says once on stderr when it is stopped
+// (SIGSTOP, or a debugger: /proc/<pid>/stat state T), which it answers
+// nothing while, with how to let it go on, and once when it goes on. A
+// peer whose state cannot be read is not watched. The note goes to
+// stderr alone; it changes nothing of the call.
+func watchStopped(fd int, done <-chan struct{}, stderr io.Writer) {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil || cred.Pid <= 0 {
+		return
+	}
+	stat := "/proc/" + strconv.Itoa(int(cred.Pid)) + "/stat"
+	t := time.NewTicker(StoppedCheck)
+	defer t.Stop()
+	said := false
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return
+		}
+		end := strings.LastIndexByte(string(b), ')')
+		if end < 0 || end+2 >= len(b) {
+			return
+		}
+		stopped := b[end+2] == 'T' || b[end+2] == 't'
+		switch {
+		case stopped && !said:
+			fmt.Fprintf(stderr, "logbook-exec: serve (pid %d) is stopped (SIGSTOP, or a debugger) and answers nothing until it goes on: `kill -CONT %d`; waiting\n", cred.Pid, cred.Pid)
+		case !stopped && said:
+			fmt.Fprintf(stderr, "logbook-exec: serve (pid %d) goes on\n", cred.Pid)
+		}
+		said = stopped
+	}
+}
+
+// StoppedCheck is how often a client waiting for serve's answer looks at
+// whether serve is stopped (watchStopped). A variable for tests.
+var StoppedCheck = 2 * time.Second
 
 // StopHardAfter is how long a client that took a stop signal waits for
 // serve's answer to the interrupt before it stops hard (exit 128 + the
