@@ -74,9 +74,11 @@ func eventsCmd(g *globals) *cobra.Command {
 			}
 			start := from
 			if start == 0 {
-				start = 1
-				if last > n {
-					start = last - n + 1
+				// The stream holds commands' output beside the events:
+				// the last n events may lie further back than n messages.
+				if start, err = lastEventsStart(ctx, b, last, n); err != nil {
+					b.Close()
+					return err
 				}
 			}
 			if follow {
@@ -264,6 +266,41 @@ func openFollower(ctx context.Context, g *globals, moved bool) (*backend, error)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(4 * datadir.HandoverPoll):
+		}
+	}
+}
+
+// lastEventsStart returns the stream sequence from which the log's last n
+// events are read (1 when it holds fewer): it reads back from last, the
+// stream's last sequence, over a window of n messages, widened fourfold
+// until the window holds n events or reaches the stream's start, since
+// messages of commands' output lie between the events.
+func lastEventsStart(ctx context.Context, b *backend, last, n uint64) (uint64, error) {
+	if n == 0 || last == 0 {
+		return max(last, 1), nil
+	}
+	for window := n; ; window *= 4 {
+		start := uint64(1)
+		if last > window {
+			start = last - window + 1
+		}
+		var seqs []uint64 // the window's event sequences, the last n of them
+		for r, err := range b.log.Read(ctx, start) {
+			if err != nil {
+				return 0, err
+			}
+			if r.Seq > last {
+				break
+			}
+			if seqs = append(seqs, r.Seq); uint64(len(seqs)) > n {
+				seqs = seqs[1:]
+			}
+		}
+		if uint64(len(seqs)) == n {
+			return seqs[0], nil
+		}
+		if start == 1 {
+			return 1, nil
 		}
 	}
 }
