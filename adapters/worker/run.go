@@ -926,8 +926,23 @@ func (w *Worker) sessionRetry(ctx context.Context, agg events.Aggregate, decide 
 const detachPatience = time.Minute
 
 // supervise waits for j's process, reports its exit and detaches it.
+//
+// Once the slot is let go, a restricted command offers again the requests
+// waiting on its workspace (offerWaiting): the control feed offered them
+// when it read the exit, which may come before the boundary's lock and
+// the slot are let go, and a take then found the workspace busy or no
+// slot free; a request a dead worker's delivery holds would otherwise
+// wait for the consumer's ack wait.
 func (w *Worker) supervise(j *job, st command.State) {
-	defer func() { <-w.slots }()
+	defer func() {
+		<-w.slots
+		if st.Mode != events.ModeFullAccess && w.caughtUp.Load() {
+			w.mu.Lock()
+			reqs := w.waitingLocked(filepath.Clean(st.Workspace))
+			w.mu.Unlock()
+			w.offerWaiting(reqs)
+		}
+	}()
 	defer func() {
 		w.mu.Lock()
 		delete(w.running, j.id)
