@@ -28,6 +28,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -273,8 +274,11 @@ func call(dir, path string, req Request, stdout, stderr io.Writer, exiting bool)
 		defer signal.Stop(sigs)
 	}
 	done := make(chan struct{})
+	var watching sync.WaitGroup
+	defer watching.Wait() // after done closes: nothing is said once the call returned
 	defer close(done)
-	go watchStopped(fd, done, stderr)
+	every := StoppedCheck
+	watching.Go(func() { watchStopped(fd, every, done, stderr) })
 	caught := make(chan os.Signal, 1)
 	var hard atomic.Pointer[string] // why the client stopped waiting for the answer
 	go func() {
@@ -327,20 +331,21 @@ func call(dir, path string, req Request, stdout, stderr io.Writer, exiting bool)
 	return code, err
 }
 
-// watchStopped looks, every StoppedCheck until done closes, at the state
-// of the process at the other end of connected socket fd (its peer
-// credentials' pid: serve), and says once on stderr when it is stopped
-// (SIGSTOP, or a debugger: /proc/<pid>/stat state T), which it answers
-// nothing while, with how to let it go on, and once when it goes on. A
-// peer whose state cannot be read is not watched. The note goes to
-// stderr alone; it changes nothing of the call.
-func watchStopped(fd int, done <-chan struct{}, stderr io.Writer) {
+// watchStopped looks at the state of the process at the other end of
+// connected socket fd (its peer credentials' pid: serve) each time every
+// (StoppedCheck, read by the caller) passes, until done closes, and says
+// once on stderr when it is stopped (SIGSTOP, or a debugger:
+// /proc/<pid>/stat state T), which it answers nothing while, with how to
+// let it go on, and once when it goes on. A peer whose state cannot be
+// read is not watched. The note goes to stderr alone; it changes nothing
+// of the call.
+func watchStopped(fd int, every time.Duration, done <-chan struct{}, stderr io.Writer) {
 	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil || cred.Pid <= 0 {
 		return
 	}
 	stat := "/proc/" + strconv.Itoa(int(cred.Pid)) + "/stat"
-	t := time.NewTicker(StoppedCheck)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	said := false
 	for {
