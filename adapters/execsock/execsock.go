@@ -37,6 +37,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/internal/procstat"
 )
 
 // Name is the socket's file name in the data dir.
@@ -335,7 +336,7 @@ func call(dir, path string, req Request, stdout, stderr io.Writer, exiting bool)
 // connected socket fd (its peer credentials' pid: serve) each time every
 // (StoppedCheck, read by the caller) passes, until done closes, and says
 // once on stderr when it is stopped (SIGSTOP, or a debugger:
-// /proc/<pid>/stat state T), which it answers nothing while, with how to
+// procstat.Stat.Stopped), which it answers nothing while, with how to
 // let it go on, and once when it goes on. A peer whose state cannot be
 // read is not watched. The note goes to stderr alone; it changes nothing
 // of the call.
@@ -344,7 +345,6 @@ func watchStopped(fd int, every time.Duration, done <-chan struct{}, stderr io.W
 	if err != nil || cred.Pid <= 0 {
 		return
 	}
-	stat := "/proc/" + strconv.Itoa(int(cred.Pid)) + "/stat"
 	t := time.NewTicker(every)
 	defer t.Stop()
 	said := false
@@ -354,15 +354,11 @@ func watchStopped(fd int, every time.Duration, done <-chan struct{}, stderr io.W
 			return
 		case <-t.C:
 		}
-		b, err := os.ReadFile(stat)
+		st, err := procstat.Read(int(cred.Pid))
 		if err != nil {
 			return
 		}
-		end := strings.LastIndexByte(string(b), ')')
-		if end < 0 || end+2 >= len(b) {
-			return
-		}
-		stopped := b[end+2] == 'T' || b[end+2] == 't'
+		stopped := st.Stopped()
 		switch {
 		case stopped && !said:
 			fmt.Fprintf(stderr, "logbook-exec: serve (pid %d) is stopped (SIGSTOP, or a debugger) and answers nothing until it goes on: `kill -CONT %d`; waiting\n", cred.Pid, cred.Pid)

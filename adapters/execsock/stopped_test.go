@@ -7,12 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/natslog/natslogtest"
 )
 
 // listenerEnv, set, makes TestHelperListener the listener of the exec
@@ -79,7 +80,7 @@ func TestCall_SaysServeIsStopped(t *testing.T) {
 	if err := serve.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr natslogtest.Buffer
 	called := make(chan error, 1)
 	go func() {
 		_, err := Call(dir, Request{Args: []string{"--session", "s", "--", "true"}, Cwd: "/", Env: []string{}}, &bytes.Buffer{}, &stderr)
@@ -107,7 +108,7 @@ func TestCall_SaysServeIsStopped(t *testing.T) {
 }
 
 // waitText waits up to 30 s for b to hold want.
-func waitText(t *testing.T, b *lockedBuffer, want string) {
+func waitText(t *testing.T, b *natslogtest.Buffer, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.String(), want); {
 		if time.Now().After(deadline) {
@@ -115,23 +116,4 @@ func waitText(t *testing.T, b *lockedBuffer, want string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer written by the call's goroutines and
-// read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

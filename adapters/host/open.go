@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/api"
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
+	"github.com/logbook-dev/logbook/adapters/internal/procstat"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/projections"
@@ -503,7 +503,7 @@ func (e noServerError) Error() string {
 
 // serveHolds returns what a command that found no server answering says
 // of the serve serve.json (si, when ok) names, when that process still
-// runs a logbook (/proc/<pid>/stat's name): that it is stopped (state T,
+// runs a logbook (procstat.Read's name): that it is stopped (state T,
 // a SIGSTOP or a debugger) and how to let it go on, or that it holds the
 // data dir but does not answer. "" when no such process runs: a serve
 // killed with SIGKILL leaves its serve.json behind, and its pid may be
@@ -512,17 +512,11 @@ func serveHolds(si datadir.ServeInfo, ok bool) string {
 	if !ok || si.PID <= 0 {
 		return ""
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(si.PID) + "/stat")
-	if err != nil {
+	st, err := procstat.Read(si.PID)
+	if err != nil || !strings.HasPrefix(st.Comm, "logbook") {
 		return ""
 	}
-	// pid (comm) state …: comm may hold spaces and parentheses.
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open || end+2 >= len(s) || !strings.HasPrefix(s[open+1:end], "logbook") {
-		return ""
-	}
-	if state := s[end+2]; state == 'T' || state == 't' {
+	if st.Stopped() {
 		return fmt.Sprintf("`logbook serve` (pid %d) holds the data dir but is stopped (SIGSTOP, or a debugger): `kill -CONT %d` lets it go on", si.PID, si.PID)
 	}
 	return fmt.Sprintf("`logbook serve` (pid %d) holds the data dir but does not answer (overloaded, or wedged: its log says which)", si.PID)

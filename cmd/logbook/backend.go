@@ -189,13 +189,13 @@ func refuseSocket(g *globals) error {
 		return nil
 	}
 	if g.socket != "" && g.data != "" {
-		return usageErrorf("--socket and --data: give one (--socket asks a serve in system mode; --data opens a data dir of your own)")
+		return errSocketAndData()
 	}
 	from, drop := "--socket "+g.socket, "leave out --socket"
 	if g.socket == "" {
 		from, drop = "$LOGBOOK_SOCKET ("+os.Getenv("LOGBOOK_SOCKET")+")", "unset LOGBOOK_SOCKET"
 	}
-	name := cmp.Or(strings.TrimPrefix(g.cmdName, "logbook "), "this command")
+	name := g.commandName()
 	return usageErrorf("%s: %s names a system serve's socket, which %s does not go through: it works on a data dir's log or files itself; give --data DIR for a data dir (serve's, as a user who may open it), or %s",
 		name, from, name, drop)
 }
@@ -209,4 +209,15 @@ func ownDataDir(g *globals) (dataDir, error) {
 		return "", err
 	}
 	return resolveDataDir(g.data)
+}
+
+// errSocketAndData is the usage error of --socket given with --data.
+func errSocketAndData() error {
+	return usageErrorf("--socket and --data: give one (--socket asks a serve in system mode; --data opens a data dir of your own)")
+}
+
+// commandName is the command g runs as its messages lead with ("exec",
+// "command output"), "this command" before cobra named it.
+func (g *globals) commandName() string {
+	return cmp.Or(strings.TrimPrefix(g.cmdName, "logbook "), "this command")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,7 +164,7 @@ func (g *globals) socketPath() string {
 // usage error when the command line also names a data dir.
 func socketCaller(g *globals, sock string) (api.Caller, error) {
 	if g.socket != "" && g.data != "" {
-		return nil, usageErrorf("--socket and --data: give one (--socket asks a serve in system mode; --data opens a data dir of your own)")
+		return nil, errSocketAndData()
 	}
 	return api.SocketCaller(sock), nil
 }
@@ -192,7 +191,7 @@ func withSocket(g *globals, sock string, fn func(b *backend, call api.Caller) er
 // notOnSocket is the usage error of a command whose question the system
 // socket at sock does not answer (api.ErrNotOnSocket).
 func notOnSocket(g *globals, sock string) error {
-	name := cmp.Or(strings.TrimPrefix(g.cmdName, "logbook "), "this command")
+	name := g.commandName()
 	return usageErrorf("%s: the system socket %s does not answer it (it answers hooks, the gate, sessions, session show, audit, review and usage): give --data DIR for a data dir (serve's, as a user who may open it)", name, sock)
 }
 
