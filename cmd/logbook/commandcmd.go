@@ -177,19 +177,17 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 		// offset mistyped reads as a command that printed nothing.
 		fmt.Fprintf(g.stderr, "logbook: command %s: --after %d is past the end of its output (%s): nothing printed\n", st.ID, opts.After, term.Plural(int(st.OutputBytes), "byte"))
 	}
-	status := term.CommandStatus(st)
-	if direct && !st.Ended() {
-		// Nothing runs it now: say what the log last recorded, not that
-		// it runs.
-		status = "was last recorded as " + st.Status
-		if st.Status == command.StatusStarted {
-			status += fmt.Sprintf(" on %s (worker %s)", st.Host, st.Worker)
-		}
+	if !direct || st.Ended() {
+		fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, term.Safe(term.CommandStatus(st)))
+		return nil
 	}
-	fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, term.Safe(status))
-	if direct && !st.Ended() {
-		fmt.Fprintf(g.stderr, "logbook: %s\n", noServeText(1))
+	// Nothing runs it now: say what the log last recorded, not that it
+	// runs.
+	status := "was last recorded as " + st.Status
+	if st.Status == command.StatusStarted {
+		status += fmt.Sprintf(" on %s (worker %s)", st.Host, st.Worker)
 	}
+	fmt.Fprintf(g.stderr, "logbook: command %s %s\nlogbook: %s\n", st.ID, term.Safe(status), noServeText(1))
 	return nil
 }
 
