@@ -150,7 +150,7 @@ func (d Dir) TryLock(role string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("data dir %s: cannot create the lock file %s: %v; give --data a directory you can write", d, d.Path("lock"), cause)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockOwn(f); err != nil {
 		owner, _ := os.ReadFile(d.Path("lock"))
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is held by %s", ErrBusy, d, lockHolder(owner))
@@ -158,6 +158,62 @@ func (d Dir) TryLock(role string) (*os.File, error) {
 	f.Truncate(0)
 	fmt.Fprintf(f, "%s pid %d\n", role, os.Getpid())
 	return f, nil
+}
+
+// ownChildWait is how long TryLock waits for a lock that only a child
+// of this process holds (see flockOwn).
+const ownChildWait = 2 * time.Second
+
+// flockOwn takes f's exclusive flock without waiting, except for one
+// case: the lock file names this process as its holder and no
+// descriptor of this process but f is open on it. The holder is then a
+// child this process is starting: between its fork and its exec it
+// holds a copy of every descriptor, close-on-exec ones included, and
+// with them the flock this process let go of. It is tried again every
+// millisecond for up to ownChildWait. f is the lock file, open.
+func flockOwn(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == nil || !heldByOwnChild(f) {
+		return err
+	}
+	for deadline := time.Now().Add(ownChildWait); time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// heldByOwnChild reports whether lock file f names this process (its
+// "ROLE pid N" line) while no descriptor of this process but f's is
+// open on the file (/proc/self/fd, compared by device and inode).
+func heldByOwnChild(f *os.File) bool {
+	b := make([]byte, 512)
+	n, _ := f.ReadAt(b, 0)
+	owner, ok := lockLine(b[:n])
+	if !ok || !strings.HasSuffix(owner, " pid "+strconv.Itoa(os.Getpid())) {
+		return false
+	}
+	var lock syscall.Stat_t
+	if syscall.Fstat(int(f.Fd()), &lock) != nil {
+		return false
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return false
+	}
+	for _, e := range fds {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd == int(f.Fd()) {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Fstat(fd, &st) == nil && st.Dev == lock.Dev && st.Ino == lock.Ino {
+			return false // this process holds it itself
+		}
+	}
+	return true
 }
 
 // WriterHolds returns the error Lock would give (wrapping ErrBusy, naming

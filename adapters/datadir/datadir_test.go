@@ -2,8 +2,10 @@ package datadir
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +40,49 @@ func TestLock_HolderNotYetWritten(t *testing.T) {
 	}
 	if _, err := d.Lock("logbook sessions"); err == nil || !strings.HasSuffix(err.Error(), "is held by logbook serve pid 4242") {
 		t.Errorf("written holder: %v", err)
+	}
+}
+
+// TestLock_HeldByAChildStarting: a child this process starts holds a
+// copy of every descriptor between its fork and its exec, and with them
+// a data dir lock this process has just let go of. Lock waits for such a
+// holder (the lock names this process, which holds no descriptor of the
+// file itself) rather than calling the data dir busy; a lock this
+// process does hold is busy at once.
+func TestLock_HeldByAChildStarting(t *testing.T) {
+	d := Dir(t.TempDir())
+	held, err := d.Lock("logbook import claude")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A child that keeps a copy of the locked descriptor a while (a
+	// fork-to-exec window stretched): the flock lives until it exits.
+	child := exec.Command("sleep", "0.3")
+	child.ExtraFiles = []*os.File{held}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	// This process still holds it: busy, naming this process.
+	if _, err := d.Lock("logbook serve"); !errors.Is(err, ErrBusy) || !strings.HasSuffix(err.Error(), fmt.Sprintf("is held by logbook import claude pid %d", os.Getpid())) {
+		t.Fatalf("lock held by this process: %v, want busy naming pid %d", err, os.Getpid())
+	}
+	held.Close() // let go; the child still holds its copy
+	f, err := d.Lock("logbook serve")
+	if err != nil {
+		t.Fatalf("lock held only by this process's child: %v", err)
+	}
+	defer f.Close()
+	if err := <-done; err != nil { // it had exited: its copy held the flock
+		t.Fatalf("child: %v", err)
+	}
+	// Another process's holder is busy at once, as before.
+	if err := os.WriteFile(d.Path("lock"), []byte("logbook serve pid 4242\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Lock("logbook sessions"); !errors.Is(err, ErrBusy) || !strings.HasSuffix(err.Error(), "is held by logbook serve pid 4242") {
+		t.Errorf("lock of another process: %v", err)
 	}
 }
 
