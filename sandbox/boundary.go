@@ -84,7 +84,8 @@ type layout struct {
 	held        []*os.File // the directories locked (see lock), from claim to release
 	ledger      *ledger    // where the placeholders are recorded (Spec.Ledger); nil if nowhere
 	// recorded, when not nil, gives the error of the ledger's record of
-	// the missing names (record), started under the locks before claim.
+	// the missing names (record), begun before claim: as the start began
+	// (recordEarly), or under its locks.
 	recorded <-chan error
 
 	inHidden  string   // a hidden path the workspace lies in: the start is refused

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Environment of TestHelperPlaceholderWorker.
@@ -566,4 +569,94 @@ func startHelperWorker(t *testing.T, env ...string) *exec.Cmd {
 		t.Fatalf("helper worker: %q, %v", line, err)
 	}
 	return child
+}
+
+// A WorkspaceWrite start records the names it may make as it begins,
+// before it waits for the workspace's lock: a start waiting for another
+// writer records that writer's placeholders (they are gone by the time
+// it holds the lock, and it makes its own in their place) in that one
+// write, and writes no record per name once it has the lock; a start
+// that gives up waiting leaves no record naming anything.
+func TestLedger_RecordedWhileWaiting(t *testing.T) {
+	requireBwrap(t)
+	ws := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "ledger")
+	must(t, unix.Mkfifo(filepath.Join(ws, "go"), 0o666))
+	spec := func(argv ...string) Spec {
+		return Spec{Argv: argv, Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Ledger: dir, Grace: testGrace, Probed: true}
+	}
+	a, err := Start(t.Context(), spec("sh", "-c", "read x < go"), nil)
+	must(t, err)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			must(t, os.WriteFile(filepath.Join(ws, "go"), []byte("go\n"), 0o644))
+			if _, err := a.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer release()
+	if recs := ledgerRecords(t, dir); len(recs) != 1 {
+		t.Fatalf("the running writer's records: %+v, want one", recs)
+	}
+
+	// One that gives up waiting.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	_, err = Start(ctx, spec("true"), nil)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a writer started while another runs: %v", err)
+	}
+	if recs := ledgerRecords(t, dir); len(recs) != 1 {
+		t.Errorf("after a writer gave up waiting the ledger holds %+v, want the running writer's record alone", recs)
+	}
+
+	// One that waits, then runs.
+	before := ledgerWrites.Load()
+	type started struct {
+		p   *Process
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		p, err := Start(t.Context(), spec("true"), nil)
+		done <- started{p, err}
+	}()
+	var waiting ledgerRecord
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if recs := ledgerRecords(t, dir); len(recs) == 2 {
+			waiting = recs[0]
+			if waiting.Made[0].Ino != 0 { // the running writer's has its inodes
+				waiting = recs[1]
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no record of the waiting writer after 10 s")
+		}
+	}
+	var names []string
+	for _, e := range waiting.Made {
+		names = append(names, e.Name)
+	}
+	if want := placeholderNames(); !slices.Equal(names, want) {
+		t.Errorf("the waiting writer recorded %v, want the running one's placeholders %v", names, want)
+	}
+	release()
+	s := <-done
+	must(t, s.err)
+	if _, err := s.p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// Its record as it began and the one with bubblewrap's process and
+	// the placeholders' inodes: none per name.
+	if writes := ledgerWrites.Load() - before; writes != 2 {
+		t.Errorf("the writer that waited wrote its record %d times, want 2", writes)
+	}
+	left, _ := os.ReadDir(ws)
+	if recs := ledgerRecords(t, dir); len(left) != 1 || len(recs) != 0 {
+		t.Errorf("after both ends: workspace holds %v (want the fifo alone), ledger %+v", left, recs)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -120,11 +121,24 @@ func (l *layout) claim(ctx context.Context, replan func() (layout, error)) error
 }
 
 // record starts the ledger's record of the top-level protected names
-// missing from the workspace now (one durable write, on its own
-// goroutine) and returns the channel its error comes on, nil at once
-// where nothing is recorded (no ledger, or not WorkspaceWrite). The
-// caller holds l's locks, and reads the channel before it writes the
+// that are missing from the workspace now, or placeholders (one durable
+// write, on its own goroutine), and returns the channel its error comes
+// on, nil at once where nothing is recorded (no ledger, or not
+// WorkspaceWrite). The caller reads the channel before it writes the
 // ledger again or makes a placeholder.
+//
+// The caller need not hold l's locks yet (recordEarly). The record names
+// what the start may make, each name with a time (Since: when it was
+// found missing, or the placeholder's last change), and a sweep takes a
+// recorded name's entry only while no command holds the workspace's
+// lock, only if it is still a placeholder and only if it changed since
+// that time. While no command holds the lock no live start has a
+// placeholder there, so what a sweep takes is one a dead start left,
+// which is what a sweep is for. A recorded name that a person's file
+// holds by the time the start has its lock is bound as it is (no
+// placeholder: a sweep leaves it); a name that was neither missing nor
+// a placeholder here and is missing under the lock is recorded on its
+// own before it is made (claimName).
 func (l *layout) record() <-chan error {
 	recorded := make(chan error, 1)
 	if l.mode != WorkspaceWrite || l.ledger == nil {
@@ -133,12 +147,78 @@ func (l *layout) record() <-chan error {
 	}
 	var missing []ledgerEntry
 	for _, name := range ProtectedNames() {
-		if _, err := os.Lstat(filepath.Join(l.ws, name)); errors.Is(err, fs.ErrNotExist) {
-			missing = append(missing, ledgerEntry{Name: name, Dir: slices.Contains(absentDirNames(), name), Since: time.Now().UnixNano()})
+		dir := slices.Contains(absentDirNames(), name)
+		switch fi, err := os.Lstat(filepath.Join(l.ws, name)); {
+		case errors.Is(err, fs.ErrNotExist):
+			missing = append(missing, ledgerEntry{Name: name, Dir: dir, Since: time.Now().UnixNano()})
+		case err == nil && isPlaceholder(fi) && fi.IsDir() == dir:
+			// Another start's placeholder (one waited for, before the
+			// locks: it goes at that start's end) or one a dead start
+			// left: recorded as of its last change, so that the one
+			// this start makes in its place, or takes over, is its own
+			// to a sweep too.
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				missing = append(missing, ledgerEntry{Name: name, Dir: dir, Since: st.Ctim.Nano()})
+			}
 		}
 	}
 	go func() { recorded <- l.ledger.addAll(missing) }()
 	return recorded
+}
+
+// earlyRecord is the ledger's record of the names missing from a
+// WorkspaceWrite start's workspace, begun as the start began, before it
+// waits for its locks and plans under them: the record's fdatasync
+// overlaps them rather than the claim (see record for why the record may
+// precede the locks).
+type earlyRecord struct {
+	ws       string // the workspace, resolved as validate resolves it
+	ledger   *ledger
+	recorded <-chan error
+}
+
+// recordEarly begins the record of spec's start: nil, recording
+// nothing, unless spec is a WorkspaceWrite start with a Spec.Ledger and
+// a workspace that resolves (validate reports one that does not).
+func recordEarly(spec Spec) *earlyRecord {
+	if spec.Mode != WorkspaceWrite || spec.Ledger == "" || !filepath.IsAbs(spec.Workspace) {
+		return nil
+	}
+	ws, err := filepath.EvalSymlinks(filepath.Clean(spec.Workspace))
+	if err != nil {
+		return nil
+	}
+	l := layout{mode: WorkspaceWrite, ws: ws, ledger: newLedger(spec.Ledger, ws)}
+	return &earlyRecord{ws: ws, ledger: l.ledger, recorded: l.record()}
+}
+
+// handTo gives the record to l, the start's plan, when l holds none and
+// is of the record's workspace (the workspace's path could have come to
+// resolve elsewhere since: the record is then dropped), and reports
+// whether it did; *e is nil afterwards either way.
+func handTo(e **earlyRecord, l *layout) bool {
+	r := *e
+	if r == nil || l.recorded != nil || l.mode != WorkspaceWrite {
+		return false
+	}
+	if r.ws != l.ws {
+		r.drop()
+		*e = nil
+		return false
+	}
+	l.ledger, l.recorded = r.ledger, r.recorded
+	*e = nil
+	return true
+}
+
+// drop waits for the record's write and empties it: its start ends
+// without claiming the workspace. nil-safe.
+func (r *earlyRecord) drop() {
+	if r == nil {
+		return
+	}
+	<-r.recorded
+	r.ledger.remove()
 }
 
 // recordForked writes to the ledger, if any, bubblewrap's process (pid,

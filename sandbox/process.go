@@ -185,7 +185,11 @@ type Process struct {
 // while the command runs.
 func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr error) {
 	pl, hint, planned := spec.planned.take() // (*Spec).Busy's, made a moment ago
-	busy := hint != nil                      // Busy found the hinted locks free
+	// A WorkspaceWrite start records the names it may make (one
+	// fdatasync) while it waits for its locks and plans under them.
+	early := recordEarly(spec)
+	defer func() { early.drop() }() // unless a plan took it over
+	busy := hint != nil             // Busy found the hinted locks free
 	planned = planned && !busy
 	var err error
 	var key string  // restricted: spec's lockKey, for lockHints
@@ -201,7 +205,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 			}
 		}
 	}
-	if locked {
+	if locked && !handTo(&early, &pl.layout) {
 		// The missing names are recorded while the start gets on
 		// (record): the write's fdatasync overlaps the pipes, the
 		// cgroup and bubblewrap's lookup rather than the claim.
@@ -350,7 +354,7 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 		if locked {
 			replan, locked = nil, false // claim's from here on
 		}
-		if pl.layout.recorded == nil {
+		if pl.layout.recorded == nil && !handTo(&early, &pl.layout) {
 			pl.layout.ledger = newLedger(spec.Ledger, pl.layout.ws)
 		}
 		err := pl.layout.claim(ctx, replan)
