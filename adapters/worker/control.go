@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -46,7 +45,7 @@ func newIdentity(host string) Identity {
 		Started: start.String(),
 		Boot:    bootID(),
 	}
-	id.ProcStart, _ = procStart(pid)
+	id.ProcStart, _ = sandbox.ProcStart(pid)
 	return id
 }
 
@@ -92,27 +91,6 @@ func pidOnHost(worker, host string) (int, bool) {
 		return 0, false
 	}
 	return pid, true
-}
-
-// procStart returns the start time of process pid in clock ticks after
-// boot (field 22 of /proc/<pid>/stat). It fails if there is no such
-// process.
-func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	const field = 22 - 3 // fields after the name start at field 3
-	if len(f) <= field {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	return strconv.ParseUint(f[field], 10, 64)
 }
 
 // putBeat stores the worker's heartbeat.
@@ -509,7 +487,7 @@ func (w *Worker) judge(ctx context.Context, worker, host string, now bool) (bool
 		if pid, ok := pidOnHost(worker, w.id.Host); ok && host == w.id.Host {
 			// Its key lapsed, but it ran here, and no process has its
 			// pid: it is gone, whenever this worker came to look.
-			if _, err := procStart(pid); errors.Is(err, fs.ErrNotExist) {
+			if _, err := sandbox.ProcStart(pid); errors.Is(err, fs.ErrNotExist) {
 				return true, ReasonGone
 			}
 		}
@@ -538,7 +516,7 @@ func (w *Worker) judge(ctx context.Context, worker, host string, now bool) (bool
 	if id.Boot != "" && w.id.Boot != "" && id.Boot != w.id.Boot {
 		return true, ReasonRebooted
 	}
-	ps, err := procStart(id.Pid)
+	ps, err := sandbox.ProcStart(id.Pid)
 	if err != nil || id.ProcStart != 0 && ps != id.ProcStart {
 		return true, ReasonGone
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // EnvRoot names the variable that overrides the workspaces root.
@@ -206,25 +207,13 @@ func (m *Manager) Runner() string { return m.runner }
 // pid, the process's start time in clock ticks after boot (0 when
 // unknown) and a unique suffix.
 func RunnerID(host string, pid int, suffix string) string {
-	return fmt.Sprintf("%s/%d/%d/%s", host, pid, procStart(pid), suffix)
+	return fmt.Sprintf("%s/%d/%d/%s", host, pid, procStartOr0(pid), suffix)
 }
 
-// procStart returns field 22 of /proc/<pid>/stat, or 0.
-func procStart(pid int) uint64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(f[19], 10, 64)
+// procStartOr0 returns the start time of process pid in clock ticks
+// after boot (sandbox.ProcStart), 0 when it cannot be read.
+func procStartOr0(pid int) uint64 {
+	v, _ := sandbox.ProcStart(pid)
 	return v
 }
 
@@ -243,7 +232,7 @@ func RunnerAlive(runner, host string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	start := procStart(pid)
+	start := procStartOr0(pid)
 	return start != 0 && strconv.FormatUint(start, 10) == parts[2]
 }
 
