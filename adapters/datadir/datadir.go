@@ -12,7 +12,6 @@
 package datadir
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/internal/procstat"
 )
 
 // Dir is Logbook's data directory, an absolute path:
@@ -390,22 +390,10 @@ func ending(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	switch ps, err := procstat.Read(pid); {
+	case err != nil:
 		return errors.Is(err, fs.ErrNotExist)
-	}
-	// pid (comm) state ppid pgrp session tty_nr tpgid flags …: comm
-	// may hold spaces and parentheses, so fields count from its end.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 7 {
-		return false
-	}
-	const pfExiting = 0x4
-	if flags, err := strconv.ParseUint(f[6], 10, 64); f[0] == "Z" || f[0] == "X" || err == nil && flags&pfExiting != 0 {
+	case ps.Ending():
 		return true
 	}
 	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")

@@ -52,3 +52,25 @@ func waitState(t *testing.T, pid int, stopped bool) {
 		}
 	}
 }
+
+// A process that has exited and is not yet reaped is Ending; a running
+// one is not.
+func TestRead_Ending(t *testing.T) {
+	if st, err := Read(os.Getpid()); err != nil || st.Ending() {
+		t.Fatalf("Read(self) = %+v, %v: want not ending", st, err)
+	}
+	c := exec.Command("true")
+	if err := c.Start(); err != nil {
+		t.Skipf("no true: %v", err)
+	}
+	defer c.Wait()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		st, err := Read(c.Process.Pid)
+		if err == nil && st.Ending() && st.State == 'Z' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an exited child not reaped: %+v, %v; want a zombie, ending", st, err)
+		}
+	}
+}
