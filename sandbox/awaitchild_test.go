@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -16,8 +15,7 @@ func TestAwaitChild_ZombieIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
-	dir := "/proc/" + strconv.Itoa(cmd.Process.Pid)
-	for !exited(dir) { // not reaped: it stays a zombie until Wait
+	for !exited(cmd.Process.Pid) { // not reaped: it stays a zombie until Wait
 		time.Sleep(time.Millisecond)
 	}
 	if !awaitChild(cmd.Process.Pid, time.Minute) {
@@ -32,7 +30,7 @@ func TestAwaitChild_LiveWithoutChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if exited("/proc/" + strconv.Itoa(cmd.Process.Pid)) {
+	if exited(cmd.Process.Pid) {
 		t.Fatal("exited: a sleeping process counted as exited")
 	}
 	if awaitChild(cmd.Process.Pid, 50*time.Millisecond) {

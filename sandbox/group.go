@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -68,22 +67,11 @@ func signalMembers(pgid int, sig unix.Signal) error {
 	return nil
 }
 
-// processGroup returns the process group of pid, read from /proc/<pid>/stat.
+// processGroup returns the process group of pid, read from /proc/<pid>/stat
+// (readStat).
 func processGroup(pid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// "pid (comm) state ppid pgrp …"; comm may contain spaces and parens.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	return strconv.Atoi(string(f[2]))
+	st, err := readStat(pid)
+	return st.pgrp, err
 }
 
 // pipeAttr returns the process attributes of a command on pipes (not

@@ -453,11 +453,12 @@ func TestSweepPlaceholders_KilledWorkerLeavesNoProcess(t *testing.T) {
 		var found []string
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {
-			if _, err := strconv.Atoi(e.Name()); err != nil {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
 				continue
 			}
 			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err == nil && bytes.Contains(b, []byte(marker+"/")) && !exited("/proc/"+e.Name()) {
+			if err == nil && bytes.Contains(b, []byte(marker+"/")) && !exited(pid) {
 				found = append(found, e.Name())
 			}
 		}

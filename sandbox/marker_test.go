@@ -112,7 +112,7 @@ func TestHelperBlockedBoundary(t *testing.T) {
 				select {} // until killed
 			}
 		}
-		if exited("/proc/" + strconv.Itoa(cmd.Process.Pid)) {
+		if exited(cmd.Process.Pid) {
 			fail("bubblewrap exited without a child: %v", cmd.Wait())
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -287,7 +287,7 @@ func TestSweepBoundaries_KilledWorkerWithoutLedger(t *testing.T) {
 	left := func() []int {
 		var live []int
 		for _, pid := range sandboxtest.ProcessesWith(marker + "/") {
-			if !exited("/proc/" + strconv.Itoa(pid)) {
+			if !exited(pid) {
 				live = append(live, pid)
 			}
 		}
@@ -387,7 +387,7 @@ func TestProbe_KilledCallerLeavesNoProcess(t *testing.T) {
 	left := func() []int {
 		var live []int
 		for _, pid := range processesOf(t, bw) {
-			if !exited("/proc/" + strconv.Itoa(pid)) {
+			if !exited(pid) {
 				live = append(live, pid)
 			}
 		}

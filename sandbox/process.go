@@ -599,31 +599,22 @@ func awaitChild(pid int, d time.Duration) bool {
 			_, serr := os.Stat(dir)
 			return errors.Is(serr, fs.ErrNotExist)
 		}
-		if exited(dir) {
+		if exited(pid) {
 			return true
 		}
 	}
 	return false
 }
 
-// exited reports whether the process of /proc directory dir has exited
-// and waits to be reaped: its state in stat (the field after the
-// parenthesized command name, proc(5)) is Z (zombie) or X (dead). A
-// process gone altogether reads as exited too.
-func exited(dir string) bool {
-	b, err := os.ReadFile(dir + "/stat")
+// exited reports whether process pid has exited and waits to be
+// reaped: its state in /proc/<pid>/stat (readStat) is Z (zombie) or X
+// (dead). A process gone altogether reads as exited too.
+func exited(pid int) bool {
+	st, err := readStat(pid)
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	switch b[i+2] {
-	case 'Z', 'X':
-		return true
-	}
-	return false
+	return st.dead
 }
 
 // releaseWait bounds the wait for bwrap to report its sandbox's process.
