@@ -36,6 +36,9 @@ func eventsCmd(g *globals) *cobra.Command {
 			// --lines with --from counts the events printed from there
 			// (as head does), never ignored; a follow has no count.
 			limit := uint64(0)
+			if !cmd.Flags().Changed("from") && n == 0 && !follow {
+				return usageErrorf("--lines 0: nothing to print (with --follow, only the events that come are)")
+			}
 			if cmd.Flags().Changed("from") && cmd.Flags().Changed("lines") {
 				if follow {
 					return usageErrorf("--lines goes without --follow when --from is given: a follow from --from %d prints every event from there on", from)
@@ -271,13 +274,16 @@ func openFollower(ctx context.Context, g *globals, moved bool) (*backend, error)
 }
 
 // lastEventsStart returns the stream sequence from which the log's last n
-// events are read (1 when it holds fewer): it reads back from last, the
+// events are read (1 when it holds fewer, last+1 for none): it reads back from last, the
 // stream's last sequence, over a window of n messages, widened fourfold
 // until the window holds n events or reaches the stream's start, since
 // messages of commands' output lie between the events.
 func lastEventsStart(ctx context.Context, b *backend, last, n uint64) (uint64, error) {
-	if n == 0 || last == 0 {
-		return max(last, 1), nil
+	if n == 0 {
+		return last + 1, nil // none of those stored: a follow's from the next
+	}
+	if last == 0 {
+		return 1, nil
 	}
 	for window := n; ; window *= 4 {
 		start := uint64(1)
