@@ -19,7 +19,7 @@ import (
 type Point struct {
 	// Seq, if > 0, keeps the records with Seq ≤ Seq.
 	Seq uint64
-	// Time, if not zero, keeps the longest prefix (in stream order, of
+	// Time, if not zero (or TimeSet), keeps the longest prefix (in stream order, of
 	// the records the other conditions keep) whose envelope At are all
 	// ≤ Time: the records before the first one dated after Time. The log
 	// is ordered by Seq, not by At (clocks of different hosts disagree,
@@ -28,17 +28,23 @@ type Point struct {
 	// prefix is one that did: the state Seq set to its last record gives.
 	// Quarantined records are never folded and do not end it.
 	Time time.Time
+	// TimeSet says Time is given even when it is zero (0001-01-01T00:00:00Z,
+	// before every event: the empty prefix).
+	TimeSet bool
 	// Agg, if its Kind is set, keeps only that aggregate's records, read
 	// with Log.Load instead of the whole log.
 	Agg events.Aggregate
 }
+
+// timed reports whether p keeps a prefix by time (Time or TimeSet).
+func (p Point) timed() bool { return p.TimeSet || !p.Time.IsZero() }
 
 // ends reports whether r, read in stream order (of p.Agg's records when
 // set), ends the prefix p selects: it is past Seq, or dated after Time
 // and not quarantined.
 func (p Point) ends(r events.Record) bool {
 	return (p.Seq > 0 && r.Seq > p.Seq) ||
-		(!p.Time.IsZero() && !r.Quarantined && r.At.After(p.Time))
+		(p.timed() && !r.Quarantined && r.At.After(p.Time))
 }
 
 // String returns e.g. "seq ≤ 42, up to the first event dated after
@@ -54,7 +60,7 @@ func (p Point) String() string {
 	if p.Seq > 0 {
 		add(fmt.Sprintf("seq ≤ %d", p.Seq))
 	}
-	if !p.Time.IsZero() {
+	if p.timed() {
 		add("up to the first event dated after " + p.Time.UTC().Format(events.TimeFormat))
 	}
 	if p.Agg.Kind != "" {

@@ -48,7 +48,7 @@ func StateAt(ctx context.Context, log events.Log, p Point, sess string) (State, 
 	if st.Hash, st.Seq, err = store.Hash(); err != nil {
 		return State{}, err
 	}
-	if !p.Time.IsZero() {
+	if p.timed() {
 		if st.Cut, err = cutAfter(ctx, log, p, st.Seq); err != nil {
 			return State{}, err
 		}

@@ -67,11 +67,16 @@ type Observation struct {
 // ("2026-11-30T23:55:00Z", "2026-11-30T23:55:00.123+01:00"); null or
 // absent is the zero time. Anything else is refused with a
 // *json.UnmarshalTypeError whose Type is instantType, which decodeBody
-// turns into an error naming the field and the format.
+// turns into an error naming the field and the format; the zero time
+// itself given (0001-01-01T00:00:00Z, which would read as absent) with
+// one whose Type is zeroInstantType.
 type Instant struct{ time.Time }
 
 // instantType marks the decode errors of an Instant.
 var instantType = reflect.TypeFor[Instant]()
+
+// zeroInstantType marks an Instant given as the zero time.
+var zeroInstantType = reflect.TypeFor[struct{ zero time.Time }]()
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (t *Instant) UnmarshalJSON(b []byte) error {
@@ -85,6 +90,9 @@ func (t *Instant) UnmarshalJSON(b []byte) error {
 	v, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return &json.UnmarshalTypeError{Value: strconv.Quote(redact.CutText(s, 64)), Type: instantType}
+	}
+	if v.IsZero() {
+		return &json.UnmarshalTypeError{Value: strconv.Quote(s), Type: zeroInstantType}
 	}
 	t.Time = v
 	return nil

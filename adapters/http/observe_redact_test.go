@@ -242,6 +242,16 @@ func TestObservations_BadTime(t *testing.T) {
 			t.Errorf("at %s: the error does not quote what was sent: %q", at, ae.Error)
 		}
 	}
+	// The zero time would read as no "at" (dated by its receipt, the
+	// posted time lost): refused, saying so, and nothing is appended.
+	var ae apiError
+	e.do("POST", "/v1/observations", `{"harness":"h","id":"x","session":"s","kind":"k","at":"0001-01-01T00:00:00Z","signals":[{"kind":"prompt"}]}`, nil, 400, &ae)
+	if ae.Code != "bad_request" || !strings.Contains(ae.Error, `field "at": "0001-01-01T00:00:00Z" is the zero time`) {
+		t.Errorf("at the zero time: %+v", ae)
+	}
+	if recs, _, err := e.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: "h-s"}); err != nil || len(recs) != 0 {
+		t.Fatalf("after the zero time: %v, %d records; want none", err, len(recs))
+	}
 	var rep observeReply
 	e.do("POST", "/v1/observations", `{"harness":"h","id":"x","session":"s","kind":"k","at":"2026-11-30T23:55:00.5+01:00","signals":[{"kind":"prompt"}]}`, nil, 200, &rep)
 	recs, _, err := e.log.Load(t.Context(), events.Aggregate{Kind: events.KindSession, ID: "h-s"})

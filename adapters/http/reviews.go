@@ -191,6 +191,8 @@ func bodyError(err error, v any) string {
 			got = jsonKind(got)
 		}
 		return fmt.Sprintf("field %q: want an RFC 3339 time such as \"2026-01-02T15:04:05Z\" or \"2026-01-02T15:04:05.5+01:00\", got %s", te.Field, got)
+	case errors.As(err, &te) && te.Type == zeroInstantType:
+		return fmt.Sprintf("field %q: %s is the zero time, which dates nothing: give when it happened, or leave the field out", te.Field, te.Value)
 	case errors.As(err, &te) && te.Field == "":
 		return fmt.Sprintf("must be a JSON object with the fields %s, got %s", jsonFields(v), jsonKind(te.Value))
 	case errors.As(err, &te):

@@ -60,7 +60,7 @@ decided (exit 1 when any do).
 				if err != nil {
 					return usageErrorf("--at %q: want an RFC 3339 time such as 2026-11-30T10:00:00Z", at)
 				}
-				p.Time = t
+				p.Time, p.TimeSet = t, true
 			}
 			if rederive && sess == "" {
 				return usageErrorf("--rederive needs --session")

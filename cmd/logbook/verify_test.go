@@ -152,6 +152,11 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 	if out, code := verifyCLI(t, data, "--id", "NOTAULID"); code != codeUsage || !strings.Contains(out, `--id "NOTAULID": not an event id: an event id is a ULID, 26 characters`) || strings.Contains(out, "bad data size") {
 		t.Errorf("verify --id NOTAULID: exit %d:\n%s", code, out)
 	}
+	// The zero ULID parses but names no event: refused, never taken for
+	// no --id (a verify of the whole log).
+	if out, code := verifyCLI(t, data, "--id", "00000000000000000000000000"); code != codeUsage || !strings.Contains(out, "the zero ULID names no event") {
+		t.Errorf("verify --id 0…0: exit %d:\n%s", code, out)
+	}
 }
 
 // `logbook verify` on a log no serve has run on (an import alone) has

@@ -64,10 +64,14 @@ a follower's before ` + "`logbook checkpoint trust`" + `), 2 on a usage error.`,
 				return usageErrorf("--seq and --id: give one")
 			}
 			var want ulid.ULID
-			if id != "" {
+			if id != "" || cmd.Flags().Changed("id") {
 				var err error
 				if want, err = ulid.ParseStrict(id); err != nil {
 					return usageErrorf("--id %q: not an event id: an event id is a ULID, 26 characters of Crockford's base32 (0-9 and A-Z but I, L, O and U; e.g. 01JDQ3Z8X4M5N6P7Q8R9S0T1V2), as `logbook events tail --json` prints it", id)
+				}
+				if want == (ulid.ULID{}) {
+					// runVerify takes the zero ULID for no --id.
+					return usageErrorf("--id %s: the zero ULID names no event (an event id holds the time it was made)", id)
 				}
 			}
 			if err := natslog.NameUnavailable(runVerify(cmd.Context(), g, seq, want)); err != nil {
