@@ -54,9 +54,12 @@ type Subagent struct {
 //
 // The result is sorted by Path, then SessionID; it has no duplicates.
 // Errors name the path that failed (a missing input, an unreadable
-// directory).
+// directory named); directories below a path that cannot be read are
+// walked past and named in an *ingest.UnreadableDirs returned beside
+// what was found.
 func Discover(paths ...string) ([]Transcript, error) {
 	files := map[string]bool{}
+	var unreadable []string // directories below a path that cannot be read
 	for _, p := range paths {
 		p = filepath.Clean(p)
 		st, err := os.Stat(p)
@@ -77,12 +80,14 @@ func Discover(paths ...string) ([]Transcript, error) {
 			root = r
 		}
 		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
+			named := path
+			if rel, err := filepath.Rel(root, path); err == nil {
+				named = filepath.Join(p, rel) // named as the caller named the root
+			}
+			if err := ingest.SkipUnreadable(root, path, named, d, err, &unreadable); err != nil {
 				return err
 			}
-			if rel, err := filepath.Rel(root, path); err == nil {
-				path = filepath.Join(p, rel) // named as the caller named the root
-			}
+			path = named
 			if !strings.HasSuffix(path, ".jsonl") {
 				return nil
 			}
@@ -162,6 +167,9 @@ func Discover(paths ...string) ([]Transcript, error) {
 		}
 		return out[a].SessionID < out[b].SessionID
 	})
+	if len(unreadable) > 0 {
+		return out, &ingest.UnreadableDirs{Notes: unreadable}
+	}
 	return out, nil
 }
 

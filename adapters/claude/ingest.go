@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -335,7 +336,16 @@ func (in *Ingester) Watch(ctx context.Context, cfg WatchConfig) error {
 	if cfg.Accept == nil {
 		cfg.Accept = func(path string) (bool, string) {
 			ok, why := LooksLikeTranscript(path)
-			return ok, "not a Claude Code transcript: " + why
+			if ok {
+				return true, ""
+			}
+			if _, err := ingest.FirstLine(path); err != nil {
+				if _, open := errors.AsType[*fs.PathError](err); open {
+					// Unread, it may be one all the same.
+					return false, "cannot be read: " + why
+				}
+			}
+			return false, "not a Claude Code transcript: " + why
 		}
 	}
 	if cfg.Import == nil {

@@ -287,10 +287,12 @@ func ByThread(paths []string) [][]string {
 // copied rollout may be named anything), links to files among them, so
 // the caller sniffs each (LooksLikeRollout) and says which it skipped
 // rather than a folder seeming empty. A path that does not exist is an
-// error.
+// error; directories below a path that cannot be read are walked past
+// and named in an *ingest.UnreadableDirs returned beside what was found.
 func Discover(paths ...string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
+	var unreadable []string // directories below a path that cannot be read
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -305,7 +307,7 @@ func Discover(paths ...string) ([]string, error) {
 		}
 		var found []string
 		err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
-			if err != nil {
+			if err := ingest.SkipUnreadable(p, f, f, d, err, &unreadable); err != nil {
 				return err
 			}
 			if d.IsDir() || !strings.HasSuffix(f, ".jsonl") || seen[f] {
@@ -327,6 +329,9 @@ func Discover(paths ...string) ([]string, error) {
 		}
 		sort.Strings(found)
 		out = append(out, found...)
+	}
+	if len(unreadable) > 0 {
+		return out, &ingest.UnreadableDirs{Notes: unreadable}
 	}
 	return out, nil
 }

@@ -68,6 +68,40 @@ func (e *NamedError) Error() string {
 	return fmt.Sprintf("%d named paths cannot be imported (above); nothing was imported", len(e.Paths))
 }
 
+// UnreadableDirs is the error a Format's Discover returns beside the
+// units it found when directories below the paths it walked could not
+// be read (another user's folder, say): the walk goes on past each, and
+// PlanImport notes each among the import's errors (its transcripts were
+// not looked for) and imports the rest. A path named itself that cannot
+// be read is Discover's plain error.
+type UnreadableDirs struct {
+	Notes []string // "<dir>: <why>: …", one a directory
+}
+
+// Error returns the notes, one a line.
+func (e *UnreadableDirs) Error() string { return strings.Join(e.Notes, "\n") }
+
+// SkipUnreadable is the part of a filepath.WalkDir callback of a
+// Discover walking root that decides on err, the walk's error at path:
+// nil when err is nil (the callback goes on); filepath.SkipDir, with a
+// note in *notes naming path as the caller names it (named), for a
+// directory below root that cannot be read; err itself otherwise (root
+// itself, or what is not a directory's read).
+func SkipUnreadable(root, path, named string, d fs.DirEntry, err error, notes *[]string) error {
+	if err == nil {
+		return nil
+	}
+	if path == root || d == nil || !d.IsDir() {
+		return err
+	}
+	cause := err
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		cause = pe.Err
+	}
+	*notes = append(*notes, fmt.Sprintf("%s: a folder that cannot be read (%v): the files in it were not looked for", PathName(named), cause))
+	return filepath.SkipDir
+}
+
 // Plan is an import checked and discovered, not yet run: the units to
 // import and the notes and errors found on the way. Make one with
 // PlanImport.
@@ -75,7 +109,8 @@ type Plan[U any] struct {
 	f       Format[U]
 	units   []U
 	skipped []string          // notes of files that are not the format's
-	errs    []string          // found files whose first line cannot be read
+	errs    []string          // found files whose first line cannot be read, and the folders of unread
+	unread  int               // folders Discover could not read (UnreadableDirs)
 	yet     map[string]string // files with nothing to import yet: what they hold
 	given   map[string]string // of those, the named ones: the name given
 	// Warning is what to print before the import runs (Format.NoneFound),
@@ -95,10 +130,14 @@ func PlanImport[U any](f Format[U], paths, private []string) (*Plan[U], error) {
 		return nil, &NamedError{Paths: errs}
 	}
 	units, err := f.Discover(paths)
-	if err != nil {
+	unreadable, partial := errors.AsType[*UnreadableDirs](err)
+	if err != nil && !partial {
 		return nil, err
 	}
 	p := &Plan[U]{f: f, skipped: skipped, yet: map[string]string{}, given: map[string]string{}}
+	if partial {
+		p.errs, p.unread = append(p.errs, unreadable.Notes...), len(unreadable.Notes)
+	}
 	if len(units) == 0 && f.NoneFound != nil {
 		p.Warning = f.NoneFound(paths)
 	}
@@ -212,6 +251,9 @@ type Summary struct {
 	// dir, and the paths the plan refused; invalid those at a line that
 	// does not parse.
 	refused, invalid int
+	// unread counts the Errors that are folders a Discover could not
+	// read (UnreadableDirs), among refused: no file of theirs.
+	unread int
 	// stopped counts the Files that stopped at an error: not read to
 	// their end.
 	stopped int
@@ -264,11 +306,14 @@ func (s Summary) Line(kind string) string {
 		l += " (perhaps more: the answer to an append under way at the interrupt was lost)"
 	}
 	l += fmt.Sprintf(", %d already in the log", s.Skipped)
-	if n := len(s.Errors); n > 0 {
+	if n := len(s.Errors) - s.unread; n > 0 {
 		l += fmt.Sprintf("; %d stopped at an error", n)
 		if s.Diverged > 0 {
 			l += " (" + s.changed() + ")"
 		}
+	}
+	if s.unread > 0 {
+		l += fmt.Sprintf("; %s not read", plural(s.unread, "folder"))
 	}
 	switch {
 	case s.Interrupted > 0 && s.NotStarted > 0:
@@ -341,16 +386,23 @@ func (s Summary) Err(noun, paused string) error {
 	if s.Diverged > 0 {
 		why += fmt.Sprintf("; %d changed under Logbook (import with --as-new to record them as new histories)", s.Diverged)
 	}
+	files := len(s.Errors) - s.unread // the errors of files, not of folders
+	if s.unread > 0 && files == 0 {
+		return fmt.Errorf("%s not read (errors above): the files in %s were not looked for%s", plural(s.unread, "folder"), map[bool]string{true: "it", false: "them"}[s.unread == 1], why)
+	}
+	if s.unread > 0 {
+		why += fmt.Sprintf("; %s not read, the files in %s not looked for", plural(s.unread, "folder"), map[bool]string{true: "it", false: "them"}[s.unread == 1])
+	}
 	if len(s.Errors)-s.refused-s.Diverged == 0 {
 		// Nothing a second run would resume: files never read, or
 		// changed under Logbook.
-		return fmt.Errorf("%s not imported (errors above)%s", plural(len(s.Errors), noun), why)
+		return fmt.Errorf("%s not imported (errors above)%s", plural(files, noun), why)
 	}
 	again := "importing again resumes at the line that stopped it"
 	if s.invalid > 0 {
 		again += " (a line that does not parse, or that reuses an earlier line's uuid with other content, must be fixed first, or passed with --skip-invalid)"
 	}
-	return fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and %s", plural(len(s.Errors), noun), why, again)
+	return fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and %s", plural(files, noun), why, again)
 }
 
 // Run imports the plan's units with r on r.Workers goroutines, a group
@@ -455,6 +507,7 @@ func (p *Plan[U]) Run(ctx context.Context, r Runner[U], progress io.Writer) Summ
 	sum.NotTranscripts = append(nothing, p.skipped...)
 	sum.Errors = append(sum.Errors, p.errs...)
 	sum.refused += len(p.errs)
+	sum.unread = p.unread
 	if sum.Files == nil {
 		sum.Files = []SummaryFile{}
 	}
