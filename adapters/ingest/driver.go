@@ -147,11 +147,13 @@ func PlanImport[U any](f Format[U], paths, private []string) (*Plan[U], error) {
 	// lines imported before was cut, and its import reports that as any
 	// truncation; for the others the import appends nothing, and they are
 	// noted as skipped.
+	var looked []string // every file found, those set aside too
 	p.units = slices.DeleteFunc(units, func(u U) bool {
 		path, only := f.File(u)
 		if path == "" {
 			return false
 		}
+		looked = append(looked, path)
 		// A found file that is not a regular file (a FIFO, a device, or
 		// a link to one) is no transcript, and opening it could block
 		// or never end: skipped, never opened. A named one was refused
@@ -190,7 +192,7 @@ func PlanImport[U any](f Format[U], paths, private []string) (*Plan[U], error) {
 		}
 	}
 	if f.EmptyDirs != "" {
-		p.skipped = append(p.skipped, emptyDirs(paths, found, f.EmptyDirs)...)
+		p.skipped = append(p.skipped, emptyDirs(paths, found, looked, f.EmptyDirs)...)
 	}
 	return p, nil
 }
@@ -626,15 +628,25 @@ func unreadableFirst(path string) error {
 }
 
 // emptyDirs returns a note for each directory of paths under which found
-// (the files an import discovered) has nothing.
-func emptyDirs(paths, found []string, what string) []string {
+// (the files an import discovered and takes) has nothing; one where
+// looked (every file it discovered) has files, all set aside, says they
+// are skipped above.
+func emptyDirs(paths, found, looked []string, what string) []string {
 	var notes []string
 	for _, p := range paths {
 		if st, err := os.Stat(p); err != nil || !st.IsDir() {
 			continue
 		}
 		dir := filepath.Clean(p)
-		if !slices.ContainsFunc(found, func(f string) bool { return f == dir || strings.HasPrefix(f, dir+"/") || dir == "/" }) {
+		under := func(f string) bool {
+			rel, err := filepath.Rel(dir, f) // "." holds every relative path but ../
+			return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+		}
+		switch {
+		case slices.ContainsFunc(found, under):
+		case slices.ContainsFunc(looked, under):
+			notes = append(notes, fmt.Sprintf("%s: no %s under it but the files skipped above", PathName(p), what))
+		default:
 			notes = append(notes, fmt.Sprintf("%s: no %s under it", PathName(p), what))
 		}
 	}
