@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/logbook-dev/logbook/events"
@@ -37,7 +38,8 @@ type Cut struct {
 // returns its State, with the Cut of a Time point (read from the records
 // after the fold's last, to the end of p's selection): every session, or only session sess when it is not
 // "" (an error wrapping events.ErrNotFound when the fold has none by that
-// id). The projection is closed before it returns.
+// id: saying, for a point that is not the log's end, that the prefix
+// holds no event of it). The projection is closed before it returns.
 func StateAt(ctx context.Context, log events.Log, p Point, sess string) (State, error) {
 	store, err := At(ctx, log, p, "")
 	if err != nil {
@@ -55,6 +57,10 @@ func StateAt(ctx context.Context, log events.Log, p Point, sess string) (State, 
 	}
 	if sess != "" {
 		s, err := store.Session(sess)
+		if errors.Is(err, events.ErrNotFound) && (p.Seq > 0 || p.timed()) {
+			// The session may well be in the log, after the prefix.
+			return State{}, fmt.Errorf("session %s: %w: it has no event in the replayed prefix (%s)", sess, events.ErrNotFound, p)
+		}
 		if err != nil {
 			return State{}, err
 		}
