@@ -212,7 +212,7 @@ func Session(w io.Writer, r api.SessionReply, now time.Time, prices *usage.Table
 	}
 	if s.HeldPath != "" {
 		// Nothing past the line is known: the silence is Logbook's.
-		row("held", fmt.Sprintf("%s:%d does not parse: the lines after it are not imported, and the session is not marked stale, until it is skipped (import --skip-invalid)", s.HeldPath, s.HeldLine))
+		row("held", fmt.Sprintf("%s:%d cannot be imported (it does not parse, or reuses an earlier line's uuid with other content: import says which): the lines after it are not imported, and the session is not marked stale, until it is skipped (import --skip-invalid)", s.HeldPath, s.HeldLine))
 	}
 	if p := s.AgentProcess; p != nil {
 		a := fmt.Sprintf("%s, started at tick %d, boot %s", p, p.Start, Dash(p.Boot))

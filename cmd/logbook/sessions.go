@@ -39,7 +39,7 @@ agent for --older, measured on this host's clock (what arrived live counts
 at its receipt, whatever the agent's clock said). A session waiting for a
 person (a question, a permission prompt, a plan to approve) is listed with
 a line saying since when it waits: that is a fact, not a stale mark; so is
-a session held at a transcript line that does not parse, with the line. --watch redraws the list whenever an event of a session
+a session held at a transcript line that cannot be imported, with the line. --watch redraws the list whenever an event of a session
 is appended (through the running server).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -143,10 +143,10 @@ func listSessionsOnce(ctx context.Context, g *globals, call api.Caller, f *sessi
 			}
 		}
 		// A held session's silence is Logbook's: the agent wrote on past
-		// a line that does not parse. Never marked stale either.
+		// a line that cannot be imported. Never marked stale either.
 		for _, r := range sel {
 			if r.HeldPath != "" {
-				fmt.Fprintf(g.stdout, "%s is held at %s:%d, a line that does not parse: not stale, the lines after it are not imported until it is skipped (import --skip-invalid)\n", term.Cell(r.ID), term.Cell(r.HeldPath), r.HeldLine)
+				fmt.Fprintf(g.stdout, "%s is held at %s:%d, a line that cannot be imported (it does not parse, or reuses an earlier line's uuid with other content): not stale, the lines after it are not imported until it is skipped (import --skip-invalid)\n", term.Cell(r.ID), term.Cell(r.HeldPath), r.HeldLine)
 			}
 		}
 	}
