@@ -71,7 +71,7 @@ func (e *NamedError) Error() string {
 // UnreadableDirs is the error a Format's Discover returns beside the
 // units it found when directories below the paths it walked could not
 // be read (another user's folder, say): the walk goes on past each, and
-// PlanImport notes each among the import's errors (its transcripts were
+// PlanImport notes each among the import's errors (the files in it were
 // not looked for) and imports the rest. A path named itself that cannot
 // be read is Discover's plain error.
 type UnreadableDirs struct {
@@ -109,8 +109,8 @@ type Plan[U any] struct {
 	f       Format[U]
 	units   []U
 	skipped []string          // notes of files that are not the format's
-	errs    []string          // found files whose first line cannot be read, and the folders of unread
-	unread  int               // folders Discover could not read (UnreadableDirs)
+	errs    []string          // found files whose first line cannot be read; folders Discover could not read
+	unread  int               // of errs, the folders (UnreadableDirs)
 	yet     map[string]string // files with nothing to import yet: what they hold
 	given   map[string]string // of those, the named ones: the name given
 	// Warning is what to print before the import runs (Format.NoneFound),
@@ -390,10 +390,10 @@ func (s Summary) Err(noun, paused string) error {
 	}
 	files := len(s.Errors) - s.unread // the errors of files, not of folders
 	if s.unread > 0 && files == 0 {
-		return fmt.Errorf("%s not read (errors above): the files in %s were not looked for%s", plural(s.unread, "folder"), map[bool]string{true: "it", false: "them"}[s.unread == 1], why)
+		return fmt.Errorf("%s not read (errors above): the files in %s were not looked for%s", plural(s.unread, "folder"), itOrThem(s.unread), why)
 	}
 	if s.unread > 0 {
-		why += fmt.Sprintf("; %s not read, the files in %s not looked for", plural(s.unread, "folder"), map[bool]string{true: "it", false: "them"}[s.unread == 1])
+		why += fmt.Sprintf("; %s not read, the files in %s not looked for", plural(s.unread, "folder"), itOrThem(s.unread))
 	}
 	if len(s.Errors)-s.refused-s.Diverged == 0 {
 		// Nothing a second run would resume: files never read, or
@@ -651,6 +651,14 @@ func emptyDirs(paths, found, looked []string, what string) []string {
 		}
 	}
 	return notes
+}
+
+// itOrThem is "it" for one, else "them".
+func itOrThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // plural returns "1 thing" or "n things".
