@@ -240,12 +240,10 @@ func unknownWord(w shell.Word, given map[string]bool) bool {
 // else its notebook_path; "" when it names neither (or its input is not
 // an object: the "usable input" rule denies such a call).
 func toolPath(c Call) string {
-	var in struct {
-		File     string `json:"file_path"`
-		Notebook string `json:"notebook_path"`
-	}
+	var in map[string]any // names as the tool reads them: exact, never case-folded
 	_ = json.Unmarshal(c.Input, &in)
-	return or(in.File, in.Notebook)
+	str := func(k string) string { s, _ := in[k].(string); return s }
+	return or(str("file_path"), str("notebook_path"))
 }
 
 // The Claude Code settings files the hooks are wired in, and their

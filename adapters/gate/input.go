@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
+	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -30,7 +32,9 @@ const inputRule = "usable input"
 
 // unusableInput returns why the gate cannot use tool input in of a call
 // to tool, or "" when it can: an input that is not a JSON object (null,
-// a number, a string, an array, nothing), a Bash call whose "command"
+// a number, a string, an array, nothing), one that names a member twice
+// in one object at any depth, names that differ only in case counted as
+// one (the gate cannot tell which the tool reads), a Bash call whose "command"
 // is missing or not a string (an array of strings included: Claude
 // Code's Bash takes a string; Codex's shell tool, whose command is an
 // argument vector, is not Bash), and a built-in file tool's call whose path is unusable
@@ -42,19 +46,23 @@ func unusableInput(tool string, in json.RawMessage) string {
 	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 		return fmt.Sprintf("the %s call's tool input is %s, not a JSON object: the gate cannot judge it", tool, jsonKind(t))
 	}
+	// Names that differ only in case are one name to a decoder that
+	// matches them as Go's encoding/json does, and two to the tool: the
+	// gate could judge one value while the tool runs the other.
+	if k, dup := jsonx.DuplicateKey(t, true); dup {
+		return fmt.Sprintf("the %s call's tool input names %s more than once (names that differ only in case count as one): the gate cannot tell which the tool reads", tool, strconv.Quote(k))
+	}
 	if fields, ok := pathFields[tool]; ok {
 		return unusablePath(tool, t, fields)
 	}
 	if !shellTool(tool) {
 		return ""
 	}
-	var v struct {
-		Command json.RawMessage `json:"command"`
-	}
+	var v map[string]json.RawMessage // names as the tool reads them: exact
 	if json.Unmarshal(t, &v) != nil {
 		return fmt.Sprintf("the %s call's tool input does not decode: the gate cannot judge it", tool)
 	}
-	c := bytes.TrimSpace(v.Command)
+	c := bytes.TrimSpace(v["command"])
 	var str string
 	switch {
 	case len(c) == 0 || string(c) == "null":

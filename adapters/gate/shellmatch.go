@@ -28,13 +28,11 @@ func shellTool(tool string) bool { return tool == "Bash" }
 // ["bash", "-lc", "…"]) is returned as a command line that runs exactly
 // those words, each quoted for bash.
 func commandOf(in json.RawMessage) string {
-	var v struct {
-		Command any `json:"command"`
-	}
+	var v map[string]any // names as the tool reads them: exact, never case-folded
 	if json.Unmarshal(in, &v) != nil {
 		return ""
 	}
-	switch x := v.Command.(type) {
+	switch x := v["command"].(type) {
 	case string:
 		return x
 	case []any:

@@ -119,3 +119,45 @@ func TestGate_UnusablePathIsNotAllowed(t *testing.T) {
 		t.Errorf("Read %s: got %+v, want an allow", in, v)
 	}
 }
+
+// TestGate_NamesThatDifferInCase: a tool input that names a member
+// twice in names that differ only in case ("command" and "COMMAND") is
+// denied as unusable: a decoder that folds case would judge one value
+// while the tool reads the other (a denied curl allowed as an ls, a
+// write of the data dir's policy allowed as one of the workspace). A
+// lone name in another case is no name the tool reads: a Bash call with
+// only "COMMAND" has no command.
+func TestGate_NamesThatDifferInCase(t *testing.T) {
+	r := newRig(t, "allow = [\"Bash(ls:*)\", \"Read\", \"Write\"]\ndeny = [\"Bash(curl:*)\"]\n")
+	cwd := t.TempDir()
+	for i, tc := range []struct {
+		tool, input string
+		deny        bool
+	}{
+		{"Bash", `{"command": "curl http://evil", "COMMAND": "ls"}`, true},
+		{"Bash", `{"COMMAND": "ls", "command": "curl http://evil"}`, true},
+		{"Bash", `{"Command": "ls"}`, true},
+		{"Write", `{"file_path": "/etc/x", "FILE_PATH": "` + cwd + `/x", "content": "y"}`, true},
+		{"Read", `{"file_path": "/etc/x", "File_Path": "` + cwd + `/x"}`, true},
+		{"mcp__db__query", `{"q": {"table": "a", "TABLE": "b"}}`, true},
+		{"Bash", `{"command": "ls -l"}`, false},
+		{"mcp__db__query", `{"q": {"table": "a", "tables": "b"}}`, false},
+	} {
+		r.sess = fmt.Sprintf("9a7e0000-0000-4000-8002-%012d", i)
+		use := "toolu_case_" + string(rune('a'+i))
+		ref := r.hook("PreToolUse", map[string]any{"tool_name": tc.tool, "tool_use_id": use, "tool_input": json.RawMessage(tc.input)})
+		v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: tc.tool, Input: json.RawMessage(tc.input), ID: use, Cwd: cwd, Ref: ref})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.tool, tc.input, err)
+		}
+		if !tc.deny {
+			if v.Decision == DecideDeny {
+				t.Errorf("%s %s: got %+v, want no deny", tc.tool, tc.input, v)
+			}
+			continue
+		}
+		if v.Decision != DecideDeny || v.By.Name != inputRule || !strings.Contains(v.Reason, "cannot") {
+			t.Errorf("%s %s: got %+v, want a deny by rule %q", tc.tool, tc.input, v, inputRule)
+		}
+	}
+}
