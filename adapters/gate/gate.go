@@ -511,6 +511,9 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	if req.unjudged == "" {
 		unusable = unusableInput(req.Tool, req.Input)
 	}
+	if unusable == "" && req.unjudged == "" && (req.Event == EventPreToolUse || req.Event == EventPermissionRequest) {
+		unusable = unplacedCall(req.Tool, req.Cwd, call.Dir)
+	}
 	if req.unjudged == "" && unusable == "" {
 		m = Decide(pols, call)
 	}

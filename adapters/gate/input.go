@@ -8,6 +8,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
+	"github.com/logbook-dev/logbook/adapters/redact"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -74,6 +75,23 @@ func unusableInput(tool string, in json.RawMessage) string {
 	// agent would make of an array (its words joined with commas, by
 	// JavaScript's own rule, say) is no reading the gate can judge.
 	return fmt.Sprintf("the %s call's command is not a string: the gate cannot judge it", tool)
+}
+
+// unplacedCall returns why the gate cannot place a call to tool in the
+// file system, or "" when it can: cwd, the working directory the hook
+// payload gives, is given but not an absolute path, or the call to a
+// tool whose paths the gate reads (Bash, the built-in file tools) has no
+// directory, dir, at all (none given, and its session knows none).
+// Relative paths would resolve against a directory the gate does not
+// know: the data dir's guard could not see them reach it.
+func unplacedCall(tool, cwd, dir string) string {
+	if cwd != "" && events.WorkDir(cwd) == "" {
+		return fmt.Sprintf("the %s call's cwd %s is not an absolute path: the gate cannot place its relative paths", tool, strconv.Quote(redact.CutText(cwd, 200)))
+	}
+	if _, paths := pathFields[tool]; dir == "" && (paths || shellTool(tool)) {
+		return fmt.Sprintf("the %s call names no working directory, nor does its session: the gate cannot place its relative paths", tool)
+	}
+	return ""
 }
 
 // pathFields holds, for each built-in file tool, the input fields the

@@ -161,3 +161,41 @@ func TestGate_NamesThatDifferInCase(t *testing.T) {
 		}
 	}
 }
+
+// TestGate_UnplacedCall: a call whose hook gives a cwd that is not an
+// absolute path, or a Bash or file tool call with no working directory
+// at all (none given, none known of its session), is denied as
+// unusable: its relative paths would resolve against a directory the
+// gate does not know, out of the data dir guard's sight. A tool whose
+// paths the gate does not read is judged as before.
+func TestGate_UnplacedCall(t *testing.T) {
+	r := newRig(t, "allow = [\"Bash(cat:*)\", \"Read\", \"mcp__x__y\"]\n")
+	for i, tc := range []struct {
+		tool, input, cwd string
+		want             string // in the deny's reason; "" for no deny
+	}{
+		{"Bash", `{"command": "cat creds.json"}`, "data", "is not an absolute path"},
+		{"Read", `{"file_path": "creds.json"}`, "data", "is not an absolute path"},
+		{"Bash", `{"command": "cat data/creds.json"}`, "", "names no working directory"},
+		{"Read", `{"file_path": "data/creds.json"}`, "", "names no working directory"},
+		{"mcp__x__y", `{"q": "1"}`, "", ""},
+		{"Bash", `{"command": "cat x"}`, "/tmp", ""},
+	} {
+		r.sess = fmt.Sprintf("9a7e0000-0000-4000-8003-%012d", i)
+		use := "toolu_unplaced_" + string(rune('a'+i))
+		ref := r.hook("PreToolUse", map[string]any{"tool_name": tc.tool, "tool_use_id": use, "tool_input": json.RawMessage(tc.input), "cwd": tc.cwd})
+		v, err := r.gate.Decide(t.Context(), Request{Session: r.sess, Event: EventPreToolUse, Tool: tc.tool, Input: json.RawMessage(tc.input), ID: use, Cwd: tc.cwd, Ref: ref})
+		if err != nil {
+			t.Fatalf("%s %s in %q: %v", tc.tool, tc.input, tc.cwd, err)
+		}
+		if tc.want == "" {
+			if v.Decision != DecideAllow {
+				t.Errorf("%s %s in %q: got %+v, want the allow", tc.tool, tc.input, tc.cwd, v)
+			}
+			continue
+		}
+		if v.Decision != DecideDeny || v.By.Name != inputRule || !strings.Contains(v.Reason, tc.want) {
+			t.Errorf("%s %s in %q: got %+v, want a deny by rule %q saying %q", tc.tool, tc.input, tc.cwd, v, inputRule, tc.want)
+		}
+	}
+}
