@@ -495,6 +495,12 @@ func ParsePattern(s string) (Pattern, error) {
 	if _, err := path.Match(p.Tool, ""); err != nil {
 		return p, fmt.Errorf("tool name %q is not a valid glob (an unclosed \"[\" or a trailing \"\\\")", p.Tool)
 	}
+	for _, t := range caseSensitiveTools {
+		if p.Tool != t && strings.EqualFold(p.Tool, t) {
+			// Tool names compare exactly: the rule would never match.
+			return p, fmt.Errorf("tool name %q matches no tool: names are compared as written (write %q)", p.Tool, t)
+		}
+	}
 	if !p.HasArg {
 		return p, nil
 	}
@@ -512,6 +518,12 @@ func ParsePattern(s string) (Pattern, error) {
 	}
 	return p, nil
 }
+
+// caseSensitiveTools are Claude Code's built-in tools whose names a rule
+// most often gives: one written in another case ("bash") is refused,
+// since names are compared exactly and such a rule, a deny above all,
+// would silently never match.
+var caseSensitiveTools = []string{"Bash", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "Task"}
 
 // editTools are Claude Code's built-in tools that edit files, and
 // readTools those that read them: a path rule of one edit tool applies
