@@ -31,7 +31,10 @@ func commandCmd(g *globals) *cobra.Command {
 		Long: `output prints command ID's output as stored on the log: stdout (and the
 terminal of a --tty command) on stdout, stderr on stderr, then the
 command's status on stderr. --after skips the first OFFSET bytes of the
-whole output; --follow waits for more until the command ends. Only a
+whole output; --follow waits for more until the command ends, and then
+exits with the command's exit status, as exec does (128+n for a signal,
+126 for a command refused or not run, 127 not found, 1 abandoned); a stop
+signal (Ctrl-C) ends the follow with 128+n, the command going on. Only a
 running server's workers add to the output: with none answering, --follow
 prints the output so far and, when the command has not ended, fails
 saying so and with the --after OFFSET to come back with.`,
@@ -149,6 +152,12 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 	st, err := cl.Watch(ctx, id, opts, print)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
+			// A stop signal: main makes it "command output interrupted
+			// by SIGINT", exit 128+n, the command going on.
+			printer.Close()
+			if _, ok := stoppedBy(ctx); ok {
+				return err
+			}
 			return nil
 		}
 		if natslog.Unreachable(err) {
@@ -176,6 +185,13 @@ func commandOutput(ctx context.Context, g *globals, cl *worker.Client, id string
 		// Nothing is at or after the offset asked for: say so, or an
 		// offset mistyped reads as a command that printed nothing.
 		fmt.Fprintf(g.stderr, "logbook: command %s: --after %d is past the end of its output (%s): nothing printed\n", st.ID, opts.After, term.Plural(int(st.OutputBytes), "byte"))
+	}
+	if follow && st.Ended() {
+		// Followed to its end, as exec waits for it: the command's own
+		// exit status (worker.ExitStatus), its status line said once.
+		if code, _ := worker.ExitStatus(st); code != 0 {
+			return &exitError{code: code, err: fmt.Errorf("command %s %s", st.ID, term.Safe(term.CommandStatus(st)))}
+		}
 	}
 	if !direct || st.Ended() {
 		fmt.Fprintf(g.stderr, "logbook: command %s %s\n", st.ID, term.Safe(term.CommandStatus(st)))
