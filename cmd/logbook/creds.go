@@ -51,7 +51,8 @@ are never issued: the embedded server's live only in the serve process.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := natslog.ParseRole(role)
 			if err != nil {
-				return &usageError{fmt.Errorf("--%w", err)}
+				// The roles creds issue gives (serve's never), not every role.
+				return usageErrorf("--role %q: want reader, follower, worker, writer or admin", role)
 			}
 			dd, err := ownDataDir(g)
 			if err != nil {
