@@ -512,7 +512,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 		unusable = unusableInput(req.Tool, req.Input)
 	}
 	if unusable == "" && req.unjudged == "" && (req.Event == EventPreToolUse || req.Event == EventPermissionRequest) {
-		unusable = unplacedCall(req.Tool, req.Cwd, call.Dir)
+		unusable = unplacedCall(req.Tool, req.Cwd)
 	}
 	if req.unjudged == "" && unusable == "" {
 		m = Decide(pols, call)

@@ -79,17 +79,14 @@ func unusableInput(tool string, in json.RawMessage) string {
 
 // unplacedCall returns why the gate cannot place a call to tool in the
 // file system, or "" when it can: cwd, the working directory the hook
-// payload gives, is given but not an absolute path, or the call to a
-// tool whose paths the gate reads (Bash, the built-in file tools) has no
-// directory, dir, at all (none given, and its session knows none).
-// Relative paths would resolve against a directory the gate does not
-// know: the data dir's guard could not see them reach it.
-func unplacedCall(tool, cwd, dir string) string {
+// payload gives, is given but not an absolute path. Its relative paths
+// would resolve against a directory the gate does not know, out of the
+// data dir guard's sight. (A call that gives none is placed in its
+// session's directory, as before; one of a session that knows none is
+// judged on its paths as they are.)
+func unplacedCall(tool, cwd string) string {
 	if cwd != "" && events.WorkDir(cwd) == "" {
 		return fmt.Sprintf("the %s call's cwd %s is not an absolute path: the gate cannot place its relative paths", tool, strconv.Quote(redact.CutText(cwd, 200)))
-	}
-	if _, paths := pathFields[tool]; dir == "" && (paths || shellTool(tool)) {
-		return fmt.Sprintf("the %s call names no working directory, nor does its session: the gate cannot place its relative paths", tool)
 	}
 	return ""
 }

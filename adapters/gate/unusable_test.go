@@ -163,11 +163,9 @@ func TestGate_NamesThatDifferInCase(t *testing.T) {
 }
 
 // TestGate_UnplacedCall: a call whose hook gives a cwd that is not an
-// absolute path, or a Bash or file tool call with no working directory
-// at all (none given, none known of its session), is denied as
-// unusable: its relative paths would resolve against a directory the
-// gate does not know, out of the data dir guard's sight. A tool whose
-// paths the gate does not read is judged as before.
+// absolute path is denied as unusable: its relative paths would resolve
+// against a directory the gate does not know, out of the data dir
+// guard's sight. One that gives an absolute cwd is judged as before.
 func TestGate_UnplacedCall(t *testing.T) {
 	r := newRig(t, "allow = [\"Bash(cat:*)\", \"Read\", \"mcp__x__y\"]\n")
 	for i, tc := range []struct {
@@ -176,9 +174,7 @@ func TestGate_UnplacedCall(t *testing.T) {
 	}{
 		{"Bash", `{"command": "cat creds.json"}`, "data", "is not an absolute path"},
 		{"Read", `{"file_path": "creds.json"}`, "data", "is not an absolute path"},
-		{"Bash", `{"command": "cat data/creds.json"}`, "", "names no working directory"},
-		{"Read", `{"file_path": "data/creds.json"}`, "", "names no working directory"},
-		{"mcp__x__y", `{"q": "1"}`, "", ""},
+		{"mcp__x__y", `{"q": "1"}`, "rel", "is not an absolute path"},
 		{"Bash", `{"command": "cat x"}`, "/tmp", ""},
 	} {
 		r.sess = fmt.Sprintf("9a7e0000-0000-4000-8003-%012d", i)
