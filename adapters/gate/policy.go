@@ -8,6 +8,7 @@ package gate
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,10 +66,14 @@ type policyDoc struct {
 // Policy is one parsed policy file: patterns by action and risk classes
 // by pattern. A zero Policy matches nothing.
 type Policy struct {
-	Path   string // where it was read from, "" for built-in rules
-	allow  []Pattern
-	deny   []Pattern
-	review []Pattern
+	Path string // where it was read from, "" for built-in rules
+	// Warnings are the patterns that parse but read otherwise than they
+	// seem to (patternWarning), each naming its line and column: the
+	// policy is used as written, and `policy check` shows them.
+	Warnings []*PolicyError
+	allow    []Pattern
+	deny     []Pattern
+	review   []Pattern
 	// requireCheck are the calls that need a passed check run of the
 	// tree they act on (see RequireCheck).
 	requireCheck []Pattern
@@ -122,6 +127,10 @@ func ParsePolicy(path string, text []byte) (*Policy, error) {
 			if err != nil {
 				return nil, bad(s, err)
 			}
+			if w := patternWarning(pt); w != "" {
+				l, c := locate(text, s)
+				p.Warnings = append(p.Warnings, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("pattern %q: %s", s, w)})
+			}
 			*set.out = append(*set.out, pt)
 		}
 	}
@@ -137,6 +146,9 @@ func ParsePolicy(path string, text []byte) (*Policy, error) {
 	}
 	// Map order is random: keep the risk rules in file order.
 	sortByPlace(text, p.risk)
+	slices.SortStableFunc(p.Warnings, func(a, b *PolicyError) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
 	return p, nil
 }
 
@@ -517,6 +529,23 @@ func ParsePattern(s string) (Pattern, error) {
 		}
 	}
 	return p, nil
+}
+
+// patternWarning returns how pattern p reads otherwise than it seems
+// to, "" when it does not: a Bash pattern with ":*" before its end, which
+// there matches a colon and then any text, not "followed by a space and
+// more" as ":*" at the end does ("git:*push" never matches "git push").
+// It may be meant (scp host:* .), so it is a warning, not a fault.
+func patternWarning(p Pattern) string {
+	if p.Tool != "Bash" || !p.HasArg {
+		return ""
+	}
+	spec := strings.TrimSuffix(p.Spec, ":*")
+	i := strings.Index(spec, ":*")
+	if i < 0 {
+		return ""
+	}
+	return fmt.Sprintf("\":*\" inside a pattern matches a colon and then any text (%q never matches %q); only at its end does it mean \"followed by a space and more\": write \"*\" for any text", p.Spec, strings.Replace(spec[:i]+" "+spec[i+2:], "  ", " ", 1))
 }
 
 // caseSensitiveTools are Claude Code's built-in tools whose names a rule

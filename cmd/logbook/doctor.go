@@ -130,7 +130,7 @@ func doctorPolicy(dd dataDir) (doctor.Check, bool) {
 	}
 	c := doctor.Check{Name: "policy", Status: doctor.OK, Detail: p + " parses"}
 	var fault error
-	bad, err := gate.CheckFiles([]string{p}, true, func(string) {}, func(err error) { fault = err })
+	bad, err := gate.CheckFiles([]string{p}, true, func(string, []*gate.PolicyError) {}, func(err error) { fault = err })
 	if err != nil {
 		fault = err
 	}

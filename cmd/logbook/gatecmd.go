@@ -77,7 +77,12 @@ func policyCmd(g *globals) *cobra.Command {
 				args = []string{dd.path(gate.PolicyFile), filepath.Join(gate.ProjectPolicyDir, gate.PolicyFile)}
 			}
 			bad, err := gate.CheckFiles(args, len(cmd.Flags().Args()) > 0,
-				func(p string) { fmt.Fprintf(g.stdout, "%s: ok\n", p) }, func(err error) { fmt.Fprintln(g.stderr, err) })
+				func(p string, warnings []*gate.PolicyError) {
+					for _, w := range warnings {
+						fmt.Fprintf(g.stderr, "warning: %v\n", w)
+					}
+					fmt.Fprintf(g.stdout, "%s: ok\n", p)
+				}, func(err error) { fmt.Fprintln(g.stderr, err) })
 			if err != nil {
 				return err
 			}
