@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Environment of TestHelperPlaceholderWorker.
@@ -582,22 +580,10 @@ func TestLedger_RecordedWhileWaiting(t *testing.T) {
 	requireBwrap(t)
 	ws := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "ledger")
-	must(t, unix.Mkfifo(filepath.Join(ws, "go"), 0o666))
 	spec := func(argv ...string) Spec {
 		return Spec{Argv: argv, Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Ledger: dir, Grace: testGrace, Probed: true}
 	}
-	a, err := Start(t.Context(), spec("sh", "-c", "read x < go"), nil)
-	must(t, err)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			must(t, os.WriteFile(filepath.Join(ws, "go"), []byte("go\n"), 0o644))
-			if _, err := a.Wait(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	release := startHeldWriter(t, spec())
 	defer release()
 	if recs := ledgerRecords(t, dir); len(recs) != 1 {
 		t.Fatalf("the running writer's records: %+v, want one", recs)
@@ -605,7 +591,7 @@ func TestLedger_RecordedWhileWaiting(t *testing.T) {
 
 	// One that gives up waiting.
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	_, err = Start(ctx, spec("true"), nil)
+	_, err := Start(ctx, spec("true"), nil)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a writer started while another runs: %v", err)

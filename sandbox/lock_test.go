@@ -43,19 +43,7 @@ func TestStart_WaitsForWriter(t *testing.T) {
 	requireBwrap(t)
 	ws := t.TempDir()
 	must(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
-	must(t, unix.Mkfifo(filepath.Join(ws, "go"), 0o666))
-	a, err := Start(context.Background(), Spec{Argv: []string{"sh", "-c", "read x < go"}, Env: testEnv(), Workspace: ws, Mode: WorkspaceWrite, Grace: testGrace}, nil)
-	must(t, err)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			must(t, os.WriteFile(filepath.Join(ws, "go"), []byte("go\n"), 0o644))
-			if _, err := a.Wait(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	release := startHeldWriter(t, Spec{Workspace: ws, Mode: WorkspaceWrite, Grace: testGrace})
 	defer release()
 
 	start := func(s Spec, wait time.Duration) error {
@@ -102,6 +90,29 @@ func TestStart_WaitsForWriter(t *testing.T) {
 	}
 	if err := start(Spec{Workspace: ws, Mode: WorkspaceWrite}, 10*time.Second); err != nil {
 		t.Errorf("writer after the first ended: %v", err)
+	}
+}
+
+// startHeldWriter starts spec (its Workspace and Mode set) as a command
+// that waits on a FIFO named "go" it makes in the workspace, and returns
+// what lets it end and waits for it (once; later calls do nothing): a
+// command holding its workspace's lock for as long as a test needs.
+func startHeldWriter(t *testing.T, spec Spec) (release func()) {
+	t.Helper()
+	fifo := filepath.Join(spec.Workspace, "go")
+	must(t, unix.Mkfifo(fifo, 0o666))
+	spec.Argv, spec.Env = []string{"sh", "-c", "read x < go"}, testEnv()
+	a, err := Start(context.Background(), spec, nil)
+	must(t, err)
+	released := false
+	return func() {
+		if !released {
+			released = true
+			must(t, os.WriteFile(fifo, []byte("go\n"), 0o644))
+			if _, err := a.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
