@@ -106,8 +106,11 @@ func staleAt(stale []error, path string) bool {
 // for a call in project dir (and the data dir's) that does not parse now:
 // one that parsed before (stale: the policy read before stays in force)
 // or one that never has (broken: the calls it would speak for are
-// denied); and a file reported so that parses again.
-func (g *Gate) notePolicies(dir string, broken, stale []error) {
+// denied); and a file reported so that parses again. It reports too,
+// once per version of a file, the warnings (Policy.Warnings: patterns
+// that parse but may not mean what they seem to) of each policy of pols
+// in force, as `logbook policy check` shows them.
+func (g *Gate) notePolicies(dir string, pols []*Policy, broken, stale []error) {
 	if g.Logf == nil || g.Policies == nil {
 		return
 	}
@@ -131,6 +134,22 @@ func (g *Gate) notePolicies(dir string, broken, stale []error) {
 	for _, e := range broken {
 		note(e, "no version of it has parsed: every call is denied until it does")
 	}
+	warned := map[string]bool{}
+	for _, pol := range pols {
+		if len(pol.Warnings) == 0 {
+			continue
+		}
+		p := pol.Warnings[0].Path
+		warned[p] = true
+		ws := make([]string, len(pol.Warnings))
+		for i, w := range pol.Warnings {
+			ws[i] = w.Error()
+		}
+		msg := "WARN: " + g.redact(strings.Join(ws, "; ")+" (a warning: the policy is in force)")
+		if old, ok := g.logged.Swap(policyWarningKey+p, msg); !ok || old != msg {
+			g.Logf("%s", msg)
+		}
+	}
 	var paths []string
 	if dir != "" {
 		paths = append(paths, filepath.Join(dir, ProjectPolicyDir, PolicyFile))
@@ -139,6 +158,9 @@ func (g *Gate) notePolicies(dir string, broken, stale []error) {
 		paths = append(paths, filepath.Join(g.Policies.DataDir, PolicyFile))
 	}
 	for _, p := range paths {
+		if !warned[p] {
+			g.logged.Delete(policyWarningKey + p)
+		}
 		if seen[p] {
 			continue
 		}
@@ -147,6 +169,11 @@ func (g *Gate) notePolicies(dir string, broken, stale []error) {
 		}
 	}
 }
+
+// policyWarningKey begins the key of Gate.logged under which the
+// warnings last reported of a policy file are kept (the file's path
+// follows); a fault's key is the path alone.
+const policyWarningKey = "warnings\x00"
 
 // PolicyEvery is how often WatchPolicies reads the policy file again.
 const PolicyEvery = time.Second
@@ -176,8 +203,8 @@ func (g *Gate) CheckPolicies() {
 	if g.Policies == nil {
 		return
 	}
-	_, broken, stale := g.Policies.For("", nil)
-	g.notePolicies("", broken, stale)
+	pols, broken, stale := g.Policies.For("", nil)
+	g.notePolicies("", pols, broken, stale)
 }
 
 // Request asks for a verdict on one action of a session.
@@ -493,7 +520,7 @@ func (g *Gate) plan(st session.State, req Request, budget time.Duration, at time
 	var stale []error
 	if g.Policies != nil {
 		pols, perrs, stale = g.Policies.For(call.Dir, req.peer)
-		g.notePolicies(call.Dir, perrs, stale)
+		g.notePolicies(call.Dir, pols, perrs, stale)
 	}
 	// source names where a rule came from; a file that no longer
 	// parses is in force as last read, and the verdict says so.
