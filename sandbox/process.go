@@ -375,6 +375,24 @@ func Start(ctx context.Context, spec Spec, emit func(Chunk)) (_ *Process, rerr e
 		// before bubblewrap lets its first child go on, a sweep finds
 		// that child by it (SweepBoundaries).
 		cmd.Args = append([]string{boundaryArgv0()}, pl.layout.args(rep, pl.args)...)
+		if len(cmd.Args)-1 > bwrapMaxArgs || argvBytes(pl.args) > argvInline {
+			// More than bubblewrap takes: the reporter reads the
+			// command's argv from a descriptor of its own.
+			f, err := argvFile(pl.args)
+			if err != nil {
+				p.layout.release()
+				p.closeFiles()
+				closeAll(child...)
+				closeAll(block)
+				if p.cg != nil {
+					p.cg.remove()
+				}
+				return nil, fmt.Errorf("start %q: %w", pl.name, err)
+			}
+			cmd.Args = append([]string{boundaryArgv0()}, pl.layout.args(rep, []string{reporter.ArgvFlag})...)
+			cmd.ExtraFiles = append(cmd.ExtraFiles, f) // reporter.ArgvFD: 3 + its index
+			child = append(child, f)
+		}
 	}
 	if p.cg != nil && p.cg.v2 {
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, p.cg.fd
@@ -730,6 +748,48 @@ func startUnlocked(cmd *exec.Cmd) error {
 // startTry is startUnlocked; a test sees each of Start's tries through
 // it.
 var startTry = startUnlocked
+
+// bwrapMaxArgs is the most arguments bubblewrap takes after its own name,
+// its options and the command's together (MAX_ARGS, bubblewrap 0.8.0:
+// "Exceeded maximum number of arguments 9000"). A restricted command
+// whose boundary needs more gets its argv on reporter.ArgvFD.
+const bwrapMaxArgs = 9000
+
+// argvInline is the most bytes of a restricted command's argv (its
+// arguments with a NUL each) put on bubblewrap's command line; a longer
+// one goes on reporter.ArgvFD, so that bubblewrap's own exec never fails
+// for the command's size: the command's exec, the reporter's, then fails
+// as it would in full access (E2BIG).
+const argvInline = 128 << 10
+
+// argvBytes returns the bytes argv takes as NUL-ended strings.
+func argvBytes(argv []string) int {
+	n := 0
+	for _, a := range argv {
+		n += len(a) + 1
+	}
+	return n
+}
+
+// argvFile returns a memfd (close-on-exec; a child gets it through
+// ExtraFiles) that holds argv as reporter.ReadArgv reads it: each
+// argument ended by a NUL byte. The caller owns it.
+func argvFile(argv []string) (*os.File, error) {
+	fd, err := unix.MemfdCreate("logbook-argv", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("the command's arguments: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "logbook-argv")
+	b := make([]byte, 0, argvBytes(argv))
+	for _, a := range argv {
+		b = append(append(b, a...), 0)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("the command's arguments: write: %w", err)
+	}
+	return f, nil
+}
 
 // again returns a command that runs path with args as cmd would, with
 // cmd's environment, directory, descriptors and attributes: an exec.Cmd

@@ -574,3 +574,11 @@ const (
 	holdFD   = 5
 	reportFD = reporter.FD
 )
+
+// reporter.ArgvFD, when a command's argv goes on a descriptor, is
+// ExtraFiles[4]: the one after reportFD (each constant below is a uint
+// only when the two are equal).
+const (
+	_ uint = reporter.ArgvFD - reportFD - 1
+	_ uint = reportFD + 1 - reporter.ArgvFD
+)

@@ -16,6 +16,11 @@
 // to a group (a stop's SIGTERM, a terminal's SIGINT, SIGQUIT, SIGHUP and
 // SIGTSTP), which reach the command too.
 //
+// A command of more arguments than bubblewrap takes (it refuses more
+// than 9000 in all, its own options included) comes on a descriptor
+// instead: the worker runs the reporter with ArgvFlag alone and the
+// command's argv on ArgvFD (see ReadArgv).
+//
 // It imports only the standard library's errors, os, os/signal,
 // strconv, strings, syscall and time (os links them all anyway), so that
 // cmd/logbook-reporter, which is this package and a main, starts in
@@ -40,6 +45,24 @@ const Path = "/.logbook-reporter"
 // of a pipe the worker gave bubblewrap, which passes it on to its first
 // process.
 const FD = 6
+
+// ArgvFlag, as the reporter's only argument while ArgvFD is open, has it
+// read the command's argv from ArgvFD (ReadArgv). A command named
+// "--argv-fd" with no arguments runs as any other when ArgvFD is not
+// open: the worker gives that descriptor only with the flag.
+const ArgvFlag = "--argv-fd"
+
+// ArgvFD is the descriptor the reporter reads its command's argv from
+// when run with ArgvFlag: a file the worker wrote it to (a memfd), each
+// argument ended by a NUL byte as in /proc/PID/cmdline, read from offset
+// 0 whatever the descriptor's offset. It is closed once read.
+const ArgvFD = 7
+
+// MaxArgv is the most bytes ReadArgv reads: more than a Linux exec takes
+// (its arguments and environment together may take a quarter of the
+// stack limit, 2 MiB by default), so a longer argv fails as its exec
+// would, with E2BIG.
+const MaxArgv = 64 << 20
 
 // Report lines, the first (and only) line on FD: "status N" with N the
 // command's wait status (wait(2)), or "exec E" with E the errno of its
@@ -69,8 +92,30 @@ func InBoundary() bool {
 // Run runs argv (argv[0] looked up as execvp does, in PATH of the
 // environment), reports how it ended on FD and returns the exit status
 // bubblewrap would have reported for it.
+//
+// With argv ArgvFlag alone and ArgvFD open, the command's argv is read
+// from ArgvFD (ReadArgv); one that cannot be read is reported as an exec
+// that failed with the error's errno (E2BIG for one over MaxArgv, EINVAL
+// for one not made of NUL-ended arguments).
 func Run(argv []string) int {
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0)
+	if len(argv) == 1 && argv[0] == ArgvFlag {
+		var st syscall.Stat_t
+		if syscall.Fstat(ArgvFD, &st) == nil {
+			read, err := ReadArgv(ArgvFD)
+			_ = syscall.Close(ArgvFD)
+			if err != nil {
+				errno, ok := errors.AsType[syscall.Errno](err)
+				if !ok || errno == 0 {
+					errno = syscall.EINVAL
+				}
+				_, _ = os.Stderr.WriteString("logbook-reporter: the command's arguments: " + err.Error() + "\n")
+				write(reportExec, int(errno))
+				return 1
+			}
+			argv = read
+		}
+	}
 	if _, _, errno := syscall.RawSyscall(sysCloseRange, 3, 1<<32-1, closeRangeCloexec); errno != 0 {
 		// The report pipe is the only descriptor the reporter is
 		// given above 2.
@@ -100,6 +145,36 @@ func Run(argv []string) int {
 	}
 	write(reportStatus, int(ws))
 	return Exit(ws)
+}
+
+// ReadArgv reads an argv from descriptor fd, from offset 0: each
+// argument ended by a NUL byte, at least one, MaxArgv bytes at most.
+// Errors: the read's errno, E2BIG past MaxArgv, EINVAL for no argument
+// or bytes after the last NUL.
+func ReadArgv(fd int) ([]string, error) {
+	var b []byte
+	buf := make([]byte, 64<<10)
+	for off := int64(0); ; {
+		n, err := syscall.Pread(fd, buf, off)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		if len(b)+n > MaxArgv {
+			return nil, syscall.E2BIG
+		}
+		b = append(b, buf[:n]...)
+		off += int64(n)
+	}
+	if len(b) == 0 || b[len(b)-1] != 0 {
+		return nil, syscall.EINVAL
+	}
+	return strings.Split(string(b[:len(b)-1]), "\x00"), nil
 }
 
 // write writes the report line "kind n" to FD, in one write(2).
