@@ -108,6 +108,22 @@ type keyState struct {
 type keyTable struct {
 	keys    map[string]*keyState
 	signing uint64
+	// last is the key of keys Judge found last: a log's events come
+	// mostly from one key at a time, and its id compared costs a tenth
+	// of the map's lookup.
+	last atomic.Pointer[keyState]
+}
+
+// key returns the state of the key of id id, nil when t holds none.
+func (t *keyTable) key(id string) *keyState {
+	if k := t.last.Load(); k != nil && k.id == id {
+		return k
+	}
+	k := t.keys[id]
+	if k != nil {
+		t.last.Store(k)
+	}
+	return k
 }
 
 // Verifier judges stored events against the key events of the same log
@@ -360,7 +376,7 @@ func (v *Verifier) Judge(m Message, rec events.Envelope, pre Pre, st *AggState) 
 func (v *Verifier) judge(m Message, typ string, cause *events.Cause, pre Pre) Verdict {
 	t := v.keys.Load()
 	signing := t.signing
-	k := t.keys[m.KeyID]
+	k := t.key(m.KeyID)
 	var ks keyState
 	if k != nil {
 		ks = *k
