@@ -183,6 +183,35 @@ func flagError(err error) error {
 	return errors.New(msg[:i] + " flag: " + why)
 }
 
+// dashArgHint adds to err, when it is the error of an unknown shorthand
+// flag ("unknown shorthand flag: 'a' in -abc"), how to give -abc as an
+// argument instead, since an id may begin with "-" (events.ValidID):
+// after "--", as in "logbook session show -- -abc". c is the command
+// that refused it; err is returned as it is otherwise, and for a command
+// that takes no arguments.
+func dashArgHint(c *cobra.Command, err error) error {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "unknown shorthand flag: ") {
+		return err
+	}
+	_, tok, ok := strings.Cut(msg, " in ")
+	if !ok || !strings.HasPrefix(tok, "-") || c == nil || !takesArgs(c) {
+		return err
+	}
+	return fmt.Errorf("%s (an argument that begins with \"-\", such as an id, goes after --: %s -- %s)", msg, c.CommandPath(), tok)
+}
+
+// takesArgs reports whether c's usage line names an argument: a word
+// after its name that is not a flag (ID, [FILE...], CMD).
+func takesArgs(c *cobra.Command) bool {
+	for _, w := range strings.Fields(c.Use)[1:] {
+		if w = strings.Trim(w, "[]|"); w != "" && !strings.HasPrefix(w, "-") && w != "flags" {
+			return true
+		}
+	}
+	return false
+}
+
 // durationShaped matches a duration as time.ParseDuration writes one
 // unit of it: a value it refuses only for its size. Compiled on first
 // use: only a flag error asks, and every command's start paid for it.
@@ -223,7 +252,7 @@ func conventions(root *cobra.Command) {
 			return cmd.Help()
 		},
 	})
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{flagError(err)} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{dashArgHint(c, flagError(err))} })
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.SuggestionsMinimumDistance = 2
