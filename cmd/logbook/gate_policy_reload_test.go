@@ -13,7 +13,9 @@ import (
 // on stderr when it is saved (no call needed), naming the line; fixed,
 // the new policy is in force and serve says so; broken again, it is
 // reported again. A project's policy file that has never parsed denies
-// the call (unavailable) and is reported too.
+// the call (unavailable) and is reported too. A policy in force with a
+// warning (a pattern that may not mean what it seems to) is reported at
+// WARN.
 func TestGate_PolicyReload(t *testing.T) {
 	t.Parallel() // its own data dir, processes and ports: beside the other slow tests
 	r := newGateRig(t, "5e551011-0000-4000-8000-0000000009b1", map[string]string{
@@ -89,5 +91,12 @@ func TestGate_PolicyReload(t *testing.T) {
 	waitLog("no version of it has parsed", 1)
 	if l := levelOf("no version of it has parsed"); !strings.Contains(l, "level=WARN") {
 		t.Errorf("a policy that never parsed is not logged at WARN: %s", l)
+	}
+
+	// A policy in force with a warning: logged at WARN, naming the line.
+	write("deny = [\"Bash(ls)\", \"Bash(git:*push)\"]\n")
+	waitLog("inside a pattern matches a colon", 1)
+	if l := levelOf("inside a pattern matches a colon"); !strings.Contains(l, "level=WARN") || !strings.Contains(l, pol+":1:") {
+		t.Errorf("a policy's warning is not logged at WARN naming its line: %s", l)
 	}
 }

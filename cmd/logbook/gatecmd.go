@@ -45,11 +45,12 @@ func (f gateFlags) check() error {
 
 // gateService puts the gate on the API beside svc's verbs: sessions
 // decided by svc's executor, the data dir's policy, f's budget and
-// reviewer, what it notices logged to stderr, and the check runs of
+// reviewer, what it notices logged to stderr (serve's log, at the level
+// a "WARN: " or "INFO: " it begins with gives it), and the check runs of
 // the workspaces for require_check.
 func gateService(b *backend, svc *api.Service, store *projections.Store, f gateFlags, stderr io.Writer) *gate.Service {
 	return gate.ForService(svc, gate.ServeConfig{Log: b.log, Store: store, DataDir: string(b.dd), Budget: f.budget, Reviewer: f.reviewer,
-		Logf:   func(format string, args ...any) { fmt.Fprintf(stderr, "logbook gate: "+format+"\n", args...) },
+		Logf:   func(format string, args ...any) { servelog.SayPart(stderr, "gate", fmt.Sprintf(format, args...)) },
 		Checks: wsadapter.GateChecks(store, func(ctx context.Context) error { return store.CatchUp(ctx, b.log) })})
 }
 
