@@ -60,6 +60,11 @@ deny  = ["Bash(rm -rf:*)", "Bash(curl:*)"]
 		{"lever/other-session-eq", `logbook exec --session=T -- ls`, "", "review", review.RiskCritical},
 		{"lever/second-session", `logbook-exec --session S --session T -- ls`, "", "review", review.RiskCritical},
 		{"lever/empty-session", `logbook-exec --session '' -- ls`, "", "review", review.RiskCritical},
+		// A prefix of the session's own id: exec takes a session by its
+		// whole id first, and So may be another session's.
+		{"lever/prefix-of-own", `logbook-exec --session So -- ls`, "", "review", review.RiskCritical},
+		{"lever/prefix-of-own-eq", `logbook exec --session=So -- ls`, "", "review", review.RiskCritical},
+		{"verb/archive-prefix-of-own", `logbook workspace archive w1 --session So`, "", "review", review.RiskCritical},
 		{"plain/parent-session", `logbook-exec --session P -- ls`, "", "allow", ""},
 		{"plain/ls", `logbook-exec --session S -- ls -la`, "", "allow", ""},
 		{"plain/mode-same", `logbook-exec --session S --mode workspace_write -- make test`, "", "allow", ""},
@@ -100,7 +105,7 @@ deny  = ["Bash(rm -rf:*)", "Bash(curl:*)"]
 		t.Run(tc.name, func(t *testing.T) {
 			c := bash(tc.cmd)
 			c.Mode = tc.mode
-			c.Sessions = []string{"S", "P"}
+			c.Sessions = []string{"S", "P", "Sown"}
 			got := Decide(pols, c)
 			if got.Action != tc.want || tc.risk != "" && got.Risk != tc.risk {
 				t.Errorf("%s: %q (session mode %q): got action %q pattern %q risk %q, want %q risk %q",

@@ -897,10 +897,11 @@ func pullsLever(c Call) bool {
 
 // ownSession reports whether the arguments args of a logbook
 // subcommand that acts as a person unless told which session acts
-// (workspace archive) name, by --session, one of c.Sessions (by a prefix
-// of its id, as logbook takes it) and none other, on any reading of
-// their words (mayBe): the session then acts as itself, not as the
-// person.
+// (workspace archive) name, by --session, one of c.Sessions (by its
+// whole id) and none other, on any reading of their words (mayBe): the
+// session then acts as itself, not as the person. A prefix of its id is
+// not it: logbook takes a session by its whole id first, so the prefix
+// names another session whose id it is.
 func ownSession(args []shell.Word, c Call, mayBe func(shell.Word, ...string) bool) bool {
 	own := false
 	for i, w := range args {
@@ -919,7 +920,7 @@ func ownSession(args []shell.Word, c Call, mayBe func(shell.Word, ...string) boo
 		default:
 			continue
 		}
-		if !ok || !v.Static || v.Value == "" || !slices.ContainsFunc(c.Sessions, func(s string) bool { return strings.HasPrefix(s, v.Value) }) {
+		if !ok || !v.Static || v.Value == "" || !slices.Contains(c.Sessions, v.Value) {
 			return false
 		}
 		own = true
@@ -951,9 +952,9 @@ func modeRank(m string) int {
 // logbook-exec (read by script sc, in call c) may pull a lever, on any
 // reading of its words (mayBe): a --mode wider than the ceiling of the
 // session's mode c.Mode (events.ModeRank) or known only when it runs, a
-// --session other than one of c.Sessions (by a prefix of its id, as exec
-// takes it; one known only when it runs), whose own mode exec would run
-// in, a flag of execServerFlags, or a LOGBOOK_* variable the
+// --session other than one of c.Sessions by its whole id (a prefix of
+// it, which exec takes as the whole id of another session first, or one
+// known only when it runs), whose own mode exec would run in, a flag of execServerFlags, or a LOGBOOK_* variable the
 // line gives (before the command, through env, by export): each reaches
 // past what the session's own mode and server allow. Only the words
 // before "--" are exec's.
@@ -1012,9 +1013,7 @@ func execLever(args []shell.Word, c Call, sc *shell.Script, mayBe func(shell.Wor
 			if name == "--mode" && modeRank(v.Value) > events.ModeRank(c.Mode) {
 				return true
 			}
-			if name == "--session" && len(c.Sessions) > 0 && !slices.ContainsFunc(c.Sessions, func(s string) bool {
-				return v.Value != "" && strings.HasPrefix(s, v.Value)
-			}) {
+			if name == "--session" && len(c.Sessions) > 0 && (v.Value == "" || !slices.Contains(c.Sessions, v.Value)) {
 				return true
 			}
 		}
