@@ -23,6 +23,9 @@ type Client struct {
 	// ConnRole is the role its connection has, when known ("": unknown;
 	// then Role).
 	ConnRole natslog.Role
+	// Reads is a command that only reads: it never makes the admin key
+	// (Dir.Attest).
+	Reads bool
 }
 
 // ClientAttest is a Client's attestation set-up: the log's config with
@@ -34,7 +37,10 @@ type ClientAttest struct {
 }
 
 // Attest sets cfg's Verifier for c: on the data dir's own server from
-// its pin (AttestConfig, which makes the admin key when absent); with a
+// its pin (AttestConfig, which makes the admin key when absent; for a
+// command that only reads, c.Reads, the pin alone, reads being unjudged
+// without one: a read that made a new admin key would judge a log
+// signed under the lost one as never signed); with a
 // --creds file that carries the admin key, from that file
 // (CredsSigning); otherwise, on a cluster of one's own, from the data
 // dir's pin of the cluster's admin key when it has one
@@ -44,6 +50,8 @@ func (d Dir) Attest(c Client, cfg natslog.Config) (ClientAttest, error) {
 	var a ClientAttest
 	var err error
 	switch {
+	case c.Own && c.Reads:
+		cfg, a.pinned, err = d.ClusterAttestConfig(cfg)
 	case c.Own:
 		cfg, err = d.AttestConfig(cfg)
 	case c.CredsPath != "":

@@ -267,7 +267,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 	// On the errors below the connection's close ends it; a log found
 	// down returns without waiting for it.
 	cl := datadir.Client{Own: reach.URL == "" && reach.CredsPath == "", Remote: o.Remote, CredsPath: reach.CredsPath,
-		Role: reach.Role, ConnRole: natslog.Role(datadir.ConnRoleOf(reach, si, siOK))}
+		Role: reach.Role, ConnRole: natslog.Role(datadir.ConnRoleOf(reach, si, siOK)), Reads: c.Reads}
 	o.Registry = <-reg
 	at, err := dd.Attest(cl, natslog.Config{Registry: o.Registry, ConnRole: cl.ConnRole})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -440,4 +441,41 @@ func mustPublic(t *testing.T, s string) ed25519.PublicKey {
 		t.Fatal(err)
 	}
 	return pub
+}
+
+// TestSigning_LostPinNotMadeAgainByAReader: a data dir whose log is
+// signed, its keys/admin.key and admin.pub lost (or taken away). A
+// command that only reads makes no admin key in their place, which
+// would judge the log as never signed and a forgery as a real event:
+// it reads unjudged, and `verify` and `replay --verify` say the log is
+// signed and was read unjudged, and exit 1.
+func TestSigning_LostPinNotMadeAgainByAReader(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	dd := dataDir(data)
+	_, stop := serveStoppable(t, data, "--workers", "0", "--reconcile-every", "0", "--http", "off", "--no-watch")
+	sid := "10575e55-0000-4000-8000-000000000001"
+	promptSession(t, t.Context(), data, sid, t.TempDir())
+	stop()
+	for _, name := range []string{"admin.key", "admin.pub"} {
+		if err := os.Remove(dd.keyPath(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"sessions"}, {"session", "show", sid}, {"audit", sid}, {"events", "tail"}} {
+		if out, errOut, code := cliExit(t, data, args...); code != 0 {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	for _, name := range []string{"admin.key", "admin.pub"} {
+		if _, err := os.Stat(dd.keyPath(name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after the reads, %s: %v; want it still missing", name, err)
+		}
+	}
+	for _, args := range [][]string{{"verify"}, {"replay", "--verify"}} {
+		out, errOut, code := cliExit(t, data, args...)
+		if code != 1 || !strings.Contains(out+errOut, "unjudged") {
+			t.Errorf("%v with the pin lost: exit %d, want 1 saying the log was read unjudged\n%s%s", args, code, out, errOut)
+		}
+	}
 }

@@ -343,16 +343,12 @@ func quarantinedAt(l *natslog.Log, r events.Record) *quarantineNote {
 }
 
 // readerLog opens b's log as a reading command does: judged by the data
-// dir's admin key (its own on its own server, its pin on a cluster's),
-// or, with no pin, unjudged (judged false). Close it when done.
+// dir's pin of the admin key (its own server's or a cluster's), or, with
+// no pin, unjudged (judged false): a reader never makes the admin key,
+// which would judge a log signed under a lost one as never signed.
+// Close it when done.
 func readerLog(ctx context.Context, g *globals, b *backend) (*natslog.Log, bool, error) {
-	cfg := natslog.Config{Registry: events.NewRegistry()}
-	var err error
-	if g.natsURL == "" && g.credsPath == "" {
-		cfg, err = b.dd.attestConfig(cfg)
-	} else {
-		cfg, _, err = b.dd.dir().ClusterAttestConfig(cfg)
-	}
+	cfg, _, err := b.dd.dir().ClusterAttestConfig(natslog.Config{Registry: events.NewRegistry()})
 	if err != nil {
 		return nil, false, err
 	}
