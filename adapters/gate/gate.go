@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -106,7 +108,7 @@ func staleAt(stale []error, path string) bool {
 // for a call in project dir (and the data dir's) that does not parse now:
 // one that parsed before (stale: the policy read before stays in force)
 // or one that never has (broken: the calls it would speak for are
-// denied); and a file reported so that parses again. It reports too,
+// denied); and a file reported so that parses again, or is gone. It reports too,
 // once per version of a file, the warnings (Policy.Warnings: patterns
 // that parse but may not mean what they seem to) of each policy of pols
 // in force, as `logbook policy check` shows them.
@@ -165,7 +167,11 @@ func (g *Gate) notePolicies(dir string, pols []*Policy, broken, stale []error) {
 			continue
 		}
 		if _, was := g.logged.LoadAndDelete(p); was {
-			g.Logf("%s", g.redact("policy "+p+": parses again; in force"))
+			if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+				g.Logf("%s", g.redact("INFO: policy "+p+": removed; nothing of it is in force"))
+			} else {
+				g.Logf("%s", g.redact("policy "+p+": parses again; in force"))
+			}
 		}
 	}
 }

@@ -1,11 +1,13 @@
 package gate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // secretPolicy is a file serve's user may read and a peer may not: its
@@ -182,5 +184,68 @@ func TestPolicies_ProjectOwnedByThePeer(t *testing.T) {
 	o := uint32(other)
 	if _, broken, _ := ps.For(mine, &o); len(broken) != 1 {
 		t.Errorf("the peer's file asked for by another: broken %v, want it refused", broken)
+	}
+}
+
+// TestPolicies_ProjectRefusedAfterAGoodRead: a project's policy file
+// read once, then edited so it no longer parses, keeps the version read
+// before in force (stale); replaced by a symbolic link, it has none in
+// force (broken: its calls denied), the version read before included;
+// removed, it is gone, and serve's log says it was removed, not that it
+// parses again.
+func TestPolicies_ProjectRefusedAfterAGoodRead(t *testing.T) {
+	dir := projectWith(t, func(t *testing.T, p string) {
+		if err := os.WriteFile(p, []byte(`allow = ["Bash"]`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	p := filepath.Join(dir, ProjectPolicyDir, PolicyFile)
+	var lines []string
+	g := &Gate{Policies: &Policies{}, Logf: func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }}
+	check := func(what string, wantBroken, wantStale int, wantAllow bool) {
+		t.Helper()
+		pols, broken, stale := g.Policies.For(dir, nil)
+		g.notePolicies(dir, pols, broken, stale)
+		if len(broken) != wantBroken || len(stale) != wantStale {
+			t.Errorf("%s: broken %v, stale %v; want %d broken, %d stale", what, broken, stale, wantBroken, wantStale)
+		}
+		if allowed := len(broken) == 0 && Decide(pols, bash("ls")).Action == ActionAllow; allowed != wantAllow {
+			t.Errorf("%s: ls allowed %v, want %v", what, allowed, wantAllow)
+		}
+	}
+	check("read once", 0, 0, true)
+	version := 0
+	replace := func(mk func()) {
+		t.Helper()
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		mk()
+		version++
+		at := time.Unix(1_700_000_000+int64(version), 0)
+		_ = os.Chtimes(p, at, at) // a link's own time is not followed: its target's is
+	}
+	replace(func() {
+		if err := os.WriteFile(p, []byte(`allow = ["Bash"`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	check("no longer parses", 0, 1, true)
+	target := filepath.Join(t.TempDir(), "shared.toml")
+	if err := os.WriteFile(target, []byte(`allow = ["Bash"]`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replace(func() {
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	check("a link", 1, 0, false)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	check("removed", 0, 0, false)
+	if last := lines[len(lines)-1]; !strings.Contains(last, "removed; nothing of it is in force") || strings.Contains(last, "parses again") {
+		t.Errorf("the log after the file was removed: %q", lines)
 	}
 }

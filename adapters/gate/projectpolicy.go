@@ -184,9 +184,12 @@ func openNoEINTR(dfd int, name string, flags int) (int, error) {
 
 // loadProject reads dir's policy file now, if it changed since the read
 // before for the same peer (see openProject), as load does the data
-// dir's: nil when there is none; a file that no longer parses, or is
-// refused, keeps the policy read before in force. Its errors are
-// *ProjectPolicyError.
+// dir's: nil when there is none; a file that no longer parses keeps the
+// policy read before in force (an edit being made). One that is refused
+// (a link, not a regular file, not the peer's, too large, unreadable)
+// has no policy in force, whatever was read before: its calls are
+// denied, as a file's that never parsed, since what was read before is
+// not what the project holds now. Its errors are *ProjectPolicyError.
 func (ps *Policies) loadProject(dir string, peer *uint32) *loaded {
 	p := filepath.Join(dir, ProjectPolicyDir, PolicyFile)
 	key := p
@@ -206,9 +209,6 @@ func (ps *Policies) loadProject(dir string, peer *uint32) *loaded {
 		return nil
 	case err != nil:
 		nl := &loaded{err: err}
-		if old != nil {
-			nl.policy = old.policy
-		}
 		ps.files[key] = nl
 		return nl
 	}
@@ -217,13 +217,13 @@ func (ps *Policies) loadProject(dir string, peer *uint32) *loaded {
 		return old
 	}
 	nl := &loaded{stamp: pf.stamp}
-	if old != nil {
-		nl.policy = old.policy
-	}
 	if text, err := pf.read(); err != nil {
 		nl.err = err
 	} else if pol, err := ParsePolicy(p, text); err != nil {
 		nl.err = projectFault(p, err)
+		if old != nil {
+			nl.policy = old.policy
+		}
 	} else {
 		nl.policy = pol
 	}
