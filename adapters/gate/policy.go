@@ -534,13 +534,21 @@ func ParsePattern(s string) (Pattern, error) {
 // patternWarning returns how pattern p reads otherwise than it seems
 // to, "" when it does not: a Bash pattern with ":*" before its end, which
 // there matches a colon and then any text, not "followed by a space and
-// more" as ":*" at the end does ("git:*push" never matches "git push").
-// It may be meant (scp host:* .), so it is a warning, not a fault.
+// more" as ":*" at the end does ("git:*push" never matches "git push");
+// and a Bash pattern with spaces at its start or end, two or more
+// between words, or a tab or line break ("Bash( shutdown :*)",
+// "Bash(reboot  now)"), which matches only a command with such spaces
+// inside its quoted words, since a command is matched as its words
+// joined by one space. Either may be meant (scp host:* ., echo "a  b"),
+// so it is a warning, not a fault.
 func patternWarning(p Pattern) string {
 	if p.Tool != "Bash" || !p.HasArg {
 		return ""
 	}
 	spec := strings.TrimSuffix(p.Spec, ":*")
+	if norm := strings.Join(strings.Fields(spec), " "); norm != spec {
+		return fmt.Sprintf("a command is matched as its words joined by one space, so spaces at the start or end of %q, two or more between its words, or a tab or line break in it match only a command whose quoted words hold them: write %q for the command's words", p.Spec, norm+p.Spec[len(spec):])
+	}
 	i := strings.Index(spec, ":*")
 	if i < 0 {
 		return ""
