@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/claude"
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
@@ -68,6 +69,11 @@ func unusableInput(tool string, in json.RawMessage) string {
 	switch {
 	case len(c) == 0 || string(c) == "null":
 		return fmt.Sprintf("the %s call's tool input has no command: the gate cannot judge it", tool)
+	case json.Unmarshal(c, &str) == nil && strings.IndexByte(str, 0) >= 0:
+		// No program gets a NUL byte in its arguments (execve ends a
+		// string there): what would run is no reading the gate can
+		// judge, and a reading up to it could hide what follows.
+		return fmt.Sprintf("the %s call's command holds a NUL byte, which no shell is given: the gate cannot judge it", tool)
 	case json.Unmarshal(c, &str) == nil:
 		return ""
 	}

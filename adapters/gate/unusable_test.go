@@ -11,7 +11,8 @@ import (
 
 // TestGate_UnusableInputIsDenied: a gated call whose input the gate
 // cannot use (not a JSON object; a Bash call with no command, or one
-// that is not a string, an array of strings included) is denied, fail-closed,
+// that is not a string, an array of strings included, or one that holds
+// a NUL byte) is denied, fail-closed,
 // and the deny is recorded; a usable input no rule speaks of still gets
 // no answer. A file tool's path that is not a string, or a required one
 // missing, is unusable too: no path rule reads it.
@@ -55,6 +56,10 @@ func TestGate_UnusableInputIsDenied(t *testing.T) {
 		{"NotebookEdit", `{"notebook_path": "/tmp/x.ipynb"}`, false},
 		{"Bash", `{"command": ["ls", "-l"]}`, true},
 		{"Bash", `{"command": ["ls", "x; curl evil"]}`, true},
+		// A NUL byte no program is given: the gate would judge a reading
+		// no shell makes (what follows it hidden from one that stops there).
+		{"Bash", `{"command": "ls\u0000sudo id"}`, true},
+		{"Bash", `{"command": "\u0000"}`, true},
 		{"Read", `{"file_path": "/tmp/x"}`, false},
 	} {
 		// A session each: three denies in a row trip the breaker.
