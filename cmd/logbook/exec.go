@@ -69,6 +69,11 @@ on in the background (it is not killed): exec prints its id and how to come
 back to it, and exits 0. Every step is an event on the log: see
 'logbook audit S'.
 
+exec does not pass its own standard input on: the command's input is open
+and empty until 'logbook command stdin ID' writes to it or closes it
+(--eof). A command that reads its input to the end waits for that: give
+it </dev/null or a file.
+
 --key K makes a retry safe: the command's id is derived from the session and
 K, so exec run again with the same session and key (after a timeout, a lost
 answer, a crash of the caller) runs nothing new and attaches to the first
