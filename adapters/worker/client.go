@@ -139,8 +139,11 @@ func (c *Client) now() time.Time { return c.cfg.Clock().UTC().Truncate(time.Micr
 // environment entry that is a secret or not KEY=VALUE (CheckEnv). The
 // reducer's own checks (command.Decide) still apply.
 func CheckRequest(req command.Request, red *redact.Redactor) error {
-	if len(req.Argv) == 0 || req.Argv[0] == "" {
+	if len(req.Argv) == 0 {
 		return fmt.Errorf("request: %w: empty argv: name the command to run", events.ErrRejected)
+	}
+	if req.Argv[0] == "" {
+		return fmt.Errorf("request: %w: the command's name (argv[0]) is empty: name the program to run", events.ErrRejected)
 	}
 	if err := CheckNames("", req, red); err != nil {
 		return err

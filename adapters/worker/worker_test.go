@@ -93,7 +93,7 @@ func TestClient_BadRequests(t *testing.T) {
 		want string
 	}{
 		{"EmptyArgv", e.request(events.ModeFullAccess), "empty argv"},
-		{"EmptyArgv0", e.request(events.ModeFullAccess, ""), "empty argv"},
+		{"EmptyArgv0", e.request(events.ModeFullAccess, ""), "argv[0]) is empty"},
 		{"UnknownMode", e.request("yolo", "true"), `unknown mode "yolo"`},
 		{"CwdOutside", func() command.Request {
 			r := e.request(events.ModeFullAccess, "true")

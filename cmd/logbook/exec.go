@@ -134,8 +134,11 @@ func runExec(ctx context.Context, g *globals, f execFlags, argv []string) (err e
 	if f.session == "" {
 		return usageErrorf("exec: --session is required")
 	}
-	if len(argv) == 0 || argv[0] == "" {
+	if len(argv) == 0 {
 		return usageErrorf("exec: empty argv: give the command after --, e.g. logbook exec --session S -- make test")
+	}
+	if argv[0] == "" {
+		return usageErrorf("exec: the command's name (argv[0]) is empty: give the program to run first after --, e.g. logbook exec --session S -- make test")
 	}
 	if f.wait < 0 {
 		return usageErrorf("exec: --wait %v: want 0 or more", f.wait)
