@@ -188,7 +188,7 @@ func (p *Proven) bind(c int64) error {
 		return err
 	}
 	if got != want {
-		return fmt.Errorf("seq %d..%d: the stored leaf hashes do not make the stored subtree hash the checkpoint's root binds (the stored hashes were changed)", lo+1, lo+1<<chunkLevel)
+		return fmt.Errorf("seq %d..%d: the stored leaf hashes do not make the stored subtree hash the checkpoint's root binds (the stored hashes, merkle/ in the data dir, were changed or damaged: move merkle/ aside and start serve again, which makes them anew from the log, then run `logbook verify`)", lo+1, lo+1<<chunkLevel)
 	}
 	p.bound[c].Store(true)
 	return nil
