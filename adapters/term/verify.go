@@ -92,7 +92,14 @@ func VerifyOK(w io.Writer, rep merkle.Report) error {
 		// of it would claim more than was proven.
 		line += fmt.Sprintf("; seq %d..%d recomputed only: no stored hash or trusted checkpoint covers them yet", covered+1, rep.Size)
 	}
-	if len(rep.Checkpoints) == 0 {
+	switch {
+	case len(rep.Checkpoints) == 0 && rep.Untrusted > 0:
+		// Checkpoints there are, none trusted: a checkpoint.key lost or
+		// replaced leaves this too, and the stored hashes lie beside the
+		// log, so they prove only that the two agree.
+		line += fmt.Sprintf("; but no checkpoint is signed by a key this data dir trusts: %s signed by one it does not (its checkpoint.key lost or replaced, or another writer's): the stored hashes lie beside the log and show only that the two agree; trust the signer with `logbook checkpoint trust KEY` if it is yours",
+			Plural(rep.Untrusted, "checkpoint is", "checkpoints are"))
+	case len(rep.Checkpoints) == 0:
 		line += " (no trusted checkpoint yet: serve signs one every --checkpoint-every messages or --checkpoint-interval)"
 	}
 	_, err := fmt.Fprintln(w, line)

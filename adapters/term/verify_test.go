@@ -12,7 +12,9 @@ import (
 // tree with nothing (a follower before its writer's checkpoint key is
 // trusted: an empty stored hashes file, every checkpoint untrusted; or an
 // import alone) says nothing was proven, never "ok" over "seq 1..0"; one
-// with stored hashes or a trusted checkpoint says what it agrees with.
+// with stored hashes or a trusted checkpoint says what it agrees with;
+// one with stored hashes and untrusted checkpoints alone says that no
+// trusted key signed any (a lost checkpoint.key leaves that too).
 func TestVerifyOKSaysWhatWasProven(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -26,6 +28,7 @@ func TestVerifyOKSaysWhatWasProven(t *testing.T) {
 		{"checkpoints", merkle.Report{Size: 12, Stored: 0, Checkpoints: checkpoints(5, 12)}, true, "ok: the stored log agrees with every trusted checkpoint (2 checkpoints, the latest of seq 1..12)\n"},
 		{"checkpoints of a prefix", merkle.Report{Size: 12, Stored: 0, Checkpoints: checkpoints(5, 9)}, true, "ok: the stored log agrees with every trusted checkpoint (2 checkpoints, the latest of seq 1..9); seq 10..12 recomputed only: no stored hash or trusted checkpoint covers them yet\n"},
 		{"stored hashes past the checkpoints", merkle.Report{Size: 12, Stored: 12, Checkpoints: checkpoints(9)}, true, "ok: the stored log agrees with every trusted checkpoint (1 checkpoint, the latest of seq 1..9) and the stored hashes\n"},
+		{"stored hashes, every checkpoint untrusted", merkle.Report{Size: 12, Stored: 12, Untrusted: 43}, true, "ok: the stored log agrees with the stored hashes; but no checkpoint is signed by a key this data dir trusts: 43 checkpoints are signed by one it does not (its checkpoint.key lost or replaced"},
 		{"empty", merkle.Report{Stored: -1}, true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
