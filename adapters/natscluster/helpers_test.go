@@ -53,11 +53,13 @@ func TestMain(m *testing.M) {
 	wg.Wait()
 	buildErr = errors.Join(serverErr, logbookErr)
 	cancel()
-	// Twice GOMAXPROCS tests at a time unless the command line sets
-	// -test.parallel: each parallel test runs a cluster of its own and
-	// mostly waits on its elections, fsyncs and processes, so GOMAXPROCS
-	// of them leave the CPUs idle.
-	sandboxtest.SetParallel(2)
+	// Four times GOMAXPROCS tests at a time (twice under -race) unless
+	// the command line sets -test.parallel: each parallel test runs a
+	// cluster of its own and mostly waits on its elections, fsyncs and
+	// processes, so GOMAXPROCS of them leave the CPUs idle, and twice as
+	// many still did (on 2 cores the package took 50 s at twice, 25 s at
+	// four times, in no more CPU time).
+	sandboxtest.SetParallel(4)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
