@@ -189,7 +189,9 @@ func TestForgedVerdict_Quarantined(t *testing.T) {
 // exits 1.
 func TestForgedReconcilerEnd_Quarantined(t *testing.T) {
 	t.Parallel()
-	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0d1", nil)
+	// A checkpoint at least every second: the verify before the forgery
+	// waits for serve's first one, not the default 10 s.
+	r := newGateRig(t, "f0a9ed00-0000-4000-8000-00000000f0d1", nil, "--checkpoint-interval", "1s")
 	dd := dataDir(r.data)
 	// Before the forgery the log is ok, once serve stored the hashes of
 	// what it appended.
