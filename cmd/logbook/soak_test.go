@@ -759,8 +759,13 @@ func (s *soak) verify(ctx context.Context, cycles int) {
 	for _, recs := range byAgg {
 		last = max(last, recs[len(recs)-1].Seq)
 	}
-	if rep.Seq != last {
-		t.Errorf("verified at seq %d, the log ends at %d", rep.Seq, last)
+	// The replay covers at least the log read above. serve may append
+	// after that read (its reconciler marks a command whose worker died
+	// with a killed serve abandoned on its own schedule, which under
+	// load comes after the projection caught up): the replay then covers
+	// those too.
+	if rep.Seq < last {
+		t.Errorf("verified at seq %d, the log read before it ends at %d", rep.Seq, last)
 	}
 	for why, n := range s.why {
 		t.Logf("soak: %d imports stopped: %s", n, why)
