@@ -766,6 +766,15 @@ func (s *soak) verify(ctx context.Context, cycles int) {
 	// those too.
 	if rep.Seq < last {
 		t.Errorf("verified at seq %d, the log read before it ends at %d", rep.Seq, last)
+	} else if rep.Seq > last {
+		// Said, so that a run can tell what came after the read.
+		if err := s.readLog(ctx, func(r events.Record) {
+			if r.Seq > last {
+				t.Logf("soak: appended after the log was read: seq %d %s on %s/%s", r.Seq, r.Type, r.Agg.Kind, r.Agg.ID)
+			}
+		}); err != nil {
+			t.Errorf("read the log again: %v", err)
+		}
 	}
 	for why, n := range s.why {
 		t.Logf("soak: %d imports stopped: %s", n, why)
