@@ -315,7 +315,8 @@ func CardLines(c session.Card, own *session.State, prices *usage.Table) []string
 }
 
 // Commands writes cs as the command table, a row a command (its argv
-// as bash would read it back, Argv, cut to 60 runes); withSession adds each command's
+// as bash would read it back, Argv, cut to 60 runes, the last "…");
+// withSession adds each command's
 // session. Write it through Print. Errors are w's.
 func Commands(w io.Writer, cs []command.State, withSession bool) error {
 	tw := NewTable(w)
@@ -357,7 +358,9 @@ func Commands(w io.Writer, cs []command.State, withSession bool) error {
 		// The program as named, path and all: /tmp/ws/ls is not ls.
 		argv := Cell(Argv(c.Argv)) // cut on the quoted text, which is printed
 		if r := []rune(argv); len(r) > 60 {
-			argv = string(r[:57]) + "..."
+			// "…", the one-rune mark of a cut, which commands seldom
+			// hold, rather than "..." (wait..., a glob's "...").
+			argv = string(r[:59]) + "…"
 		}
 		if withSession {
 			fmt.Fprintf(tw, "%s\t%s\t", Cell(c.ID), Cell(c.Session))

@@ -141,6 +141,25 @@ func TestCommandsTableNamesTheProgramWhole(t *testing.T) {
 	}
 }
 
+// TestCommandsTableCutsALongArgv: an argv longer than 60 runes is cut
+// to 60, the last "…"; a command that ends in "..." and fits is shown
+// whole, no longer like a cut one.
+func TestCommandsTableCutsALongArgv(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	cs := []command.State{
+		{ID: "c1", Session: "s1", Status: command.StatusStarted, Mode: "read_only", RequestedAt: now, Argv: []string{"echo", strings.Repeat("x", 80)}},
+		{ID: "c2", Session: "s1", Status: command.StatusStarted, Mode: "read_only", RequestedAt: now, Argv: []string{"echo", "wait..."}},
+	}
+	var buf bytes.Buffer
+	if err := Print(&buf, func(w io.Writer) error { return Commands(w, cs, false) }); err != nil {
+		t.Fatal(err)
+	}
+	want := "echo " + strings.Repeat("x", 54) + "…"
+	if got := buf.String(); !strings.Contains(got, want+"\n") || !strings.Contains(got, "echo wait...\n") {
+		t.Errorf("commands table:\n%s\nwant the long argv cut to %q (60 runes) and echo wait... whole", got, want)
+	}
+}
+
 // TestCommandsTableAbandonedOutput: an abandoned command shows the
 // output its dead worker stored (the abandonment records it), and no
 // duration, which nobody knows; a running one shows neither.
