@@ -280,8 +280,11 @@ func (d Dir) replaceRevoked(ctx context.Context, l *natslog.Log, name string, k 
 // the data dir's keys/admin.pub, and reports whether it is pinned. A
 // host without a pin reads unjudged and appends unsigned, as before
 // signing: every host of a cluster pins the same admin key with `logbook
-// keys pin`. Unlike the data dir's own log, the admin key is never made
-// here: the cluster's admin key lives where `logbook keys admin` made it.
+// keys pin`. The admin key is never made here: the cluster's lives where
+// `logbook keys admin` made it. A command that only reads the data dir's
+// own log takes its pin here too (Attest with Client.Reads, verify's
+// reader): a key made by a read would judge a log signed under a lost
+// one as never signed.
 func (d Dir) ClusterAttestConfig(cfg natslog.Config) (natslog.Config, bool, error) {
 	pin, err := attestation.ReadPin(d.KeyPath("admin.pub"))
 	if errors.Is(err, fs.ErrNotExist) {

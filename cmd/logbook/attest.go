@@ -23,12 +23,6 @@ func (d dataDir) principalKey(name string, role attestation.Role) (*attestation.
 	return d.dir().PrincipalKey(name, role)
 }
 
-// attestConfig sets cfg's Verifier from the data dir's pin
-// (datadir.Dir.AttestConfig).
-func (d dataDir) attestConfig(cfg natslog.Config) (natslog.Config, error) {
-	return d.dir().AttestConfig(cfg)
-}
-
 // unattested returns what l's reads have quarantined so far, for a
 // report, those on subjects other than subject ("" for all) left out.
 func unattested(l *natslog.Log, subject string) []replay.Unattested {

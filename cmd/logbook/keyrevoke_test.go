@@ -137,7 +137,7 @@ func TestKeys_EmptyDataDirMakesNoKeys(t *testing.T) {
 func judgedLog(t *testing.T, dd dataDir) *natslog.Log {
 	t.Helper()
 	_, nc := connectAs(t, dd, natslog.RoleWriter)
-	cfg, err := dd.attestConfig(natslog.Config{})
+	cfg, err := dd.dir().AttestConfig(natslog.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestServe_RevokesItsEarlierKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Shutdown() })
-	cfg, err := dd.attestConfig(natslog.Config{})
+	cfg, err := dd.dir().AttestConfig(natslog.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
