@@ -48,8 +48,15 @@ func TestNotify_TwoHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.start()
-		if !strings.Contains(h.output(), "notifications: rules review_pending → hook") {
-			t.Errorf("%s does not say its notifications:\n%s", h.name, h.output())
+	}
+	// serve writes serve.json (start's sign that it is up) before its
+	// notifier has read notify.toml and said so: wait for the line.
+	for _, h := range []*host{a, b} {
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(h.output(), "notifications: rules review_pending → hook"); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s does not say its notifications after 30s:\n%s", h.name, h.output())
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	const sessions = 6
