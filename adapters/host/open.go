@@ -229,7 +229,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 			}
 		}
 		pid, starting := serveStarting(dd)
-		if !starting {
+		if _, ok := errors.AsType[followerHeld](err); !starting || ok {
 			return nil, err
 		}
 		if waited.IsZero() {
@@ -366,7 +366,7 @@ func lockFor(ctx context.Context, c Client) (*os.File, error) {
 	if errors.Is(err, datadir.ErrBusy) {
 		if strings.Contains(err.Error(), "logbook serve") {
 			if remote := followed(c.Dir); remote != "" {
-				return nil, fmt.Errorf("%w, following the log at %s: it answers a command that gives that server's credentials: pass --creds FILE (a reader's)", err, remote)
+				return nil, followerHeld{fmt.Errorf("%w, following the log at %s: it answers a command that gives that server's credentials: pass --creds FILE (a reader's)", err, remote)}
 			}
 			return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, c.Dir.Path("serve.json"))
 		}
@@ -374,6 +374,14 @@ func lockFor(ctx context.Context, c Client) (*os.File, error) {
 	}
 	return lock, err
 }
+
+// followerHeld is lockFor's error for a follower's data dir that its
+// serve holds: only the followed server answers for it, to a command
+// that gives that server's credentials, so waiting for the serve,
+// starting or not, cannot help (Open returns it at once).
+type followerHeld struct{ error }
+
+func (e followerHeld) Unwrap() error { return e.error }
 
 // followed returns the server whose log d's projection is made from when
 // d is a follower's data dir (no log of its own, stream.json naming
