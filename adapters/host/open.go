@@ -229,7 +229,7 @@ func Open(ctx context.Context, c Client) (*Opened, error) {
 			}
 		}
 		pid, starting := serveStarting(dd)
-		if _, ok := errors.AsType[followerHeld](err); !starting || ok {
+		if _, ok := errors.AsType[followerHeld](err); !starting || ok || serveStopped(pid) {
 			return nil, err
 		}
 		if waited.IsZero() {
@@ -368,11 +368,23 @@ func lockFor(ctx context.Context, c Client) (*os.File, error) {
 			if remote := followed(c.Dir); remote != "" {
 				return nil, followerHeld{fmt.Errorf("%w, following the log at %s: it answers a command that gives that server's credentials: pass --creds FILE (a reader's)", err, remote)}
 			}
+			if pid, ok := c.Dir.LockedBy("logbook serve"); ok && serveStopped(pid) {
+				return nil, fmt.Errorf("%w; `logbook serve` holds it but is stopped (SIGSTOP, or a debugger): `kill -CONT %d` lets it go on", err, pid)
+			}
 			return nil, fmt.Errorf("%w; `logbook serve` holds it but does not answer (%s)", err, c.Dir.Path("serve.json"))
 		}
 		return nil, fmt.Errorf("%w; another command works on it directly: try again when it ends, or run `logbook serve` so commands can share it", err)
 	}
 	return lock, err
+}
+
+// serveStopped reports whether the process pid, a serve that holds the
+// data dir, is stopped (state T: a SIGSTOP, a terminal's Ctrl-Z, or a
+// debugger): it answers nothing until it is let go on, which waiting
+// for it does not do.
+func serveStopped(pid int) bool {
+	st, err := procstat.Read(pid)
+	return err == nil && st.Stopped()
 }
 
 // followerHeld is lockFor's error for a follower's data dir that its
