@@ -127,7 +127,11 @@ func ParsePolicy(path string, text []byte) (*Policy, error) {
 			if err != nil {
 				return nil, bad(s, err)
 			}
-			if w := patternWarning(pt); w != "" {
+			w := patternWarning(pt)
+			if set.out == &p.allow && w == "" {
+				w = allowAllWarning(pt)
+			}
+			if w != "" {
 				l, c := locate(text, s)
 				p.Warnings = append(p.Warnings, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("pattern %q: %s", s, w)})
 			}
@@ -554,6 +558,24 @@ func patternWarning(p Pattern) string {
 		return ""
 	}
 	return fmt.Sprintf("\":*\" inside a pattern matches a colon and then any text (%q never matches %q); only at its end does it mean \"followed by a space and more\": write \"*\" for any text", p.Spec, strings.Replace(spec[:i]+" "+spec[i+2:], "  ", " ", 1))
+}
+
+// allowAllWarning returns what an allow pattern p that lets every
+// command line through says, "" for any other: p speaks of Bash (its
+// tool glob matches it: "Bash", "Ba*", "*") with no argument or one that
+// is only "*"s (and a final ":*"). It is a warning, not a fault (the
+// README's "Bash alone" may be meant), since such a rule leaves only the
+// deny and review rules, the risk classes and the built-in guards
+// between an agent and any command; in a project's file, whoever commits
+// to the project gives it that.
+func allowAllWarning(p Pattern) string {
+	if ok, _ := path.Match(p.Tool, "Bash"); !ok {
+		return ""
+	}
+	if p.HasArg && strings.Trim(strings.TrimSuffix(p.Spec, ":*"), "*") != "" {
+		return ""
+	}
+	return "allows every Bash command line: only deny and review rules, risk classes and the built-in guards stand before a command (in a project's .logbook/policy.toml, whoever commits to the project grants that)"
 }
 
 // caseSensitiveTools are Claude Code's built-in tools whose names a rule
