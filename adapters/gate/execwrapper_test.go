@@ -99,6 +99,8 @@ deny  = ["Bash(rm -rf:*)", "Bash(curl:*)"]
 		{"plain/commands", `logbook commands --session S`, "", "allow", ""},
 		{"plain/review-list", `logbook sessions --json`, "", "allow", ""},
 		{"plain/archive-own", `logbook workspace archive w1 --session S`, "", "allow", ""},
+		{"plain/archive-own-force", `logbook workspace archive w1 --session S --force`, "", "allow", ""},
+		{"verb/archive-other-force", `logbook workspace archive w1 --force --session T`, "", "review", review.RiskCritical},
 		{"plain/workspace-list", `logbook workspace list`, "", "allow", ""},
 	}
 	for _, tc := range rows {

@@ -2,7 +2,11 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/project"
@@ -68,10 +72,33 @@ func Acting(session, person string) (by, as string) {
 // ArchiveAndClean archives workspace id for by (as: events.ByChat or
 // events.ByPerson; see Archive), calls archived with the archived state
 // (nil: none), removes its worktree (Cleanup) and returns its state
-// after. A failed removal is recorded in the state (Cleanup is
+// after. Unless force is set, a workspace whose worktree holds work not
+// committed (Uncommitted) is refused first, with events.ErrRejected
+// naming the paths, and nothing is recorded: the removal would lose it.
+// A failed removal is recorded in the state (Cleanup is
 // workspace.CleanupFailed), not returned; errors are Archive's,
 // Cleanup's and Workspace's.
-func (m *Manager) ArchiveAndClean(ctx context.Context, id, by, as string, archived func(workspace.State)) (workspace.State, error) {
+func (m *Manager) ArchiveAndClean(ctx context.Context, id, by, as string, force bool, archived func(workspace.State)) (workspace.State, error) {
+	if !force {
+		st, err := m.Workspace(ctx, id)
+		if err != nil {
+			return st, fmt.Errorf("workspace archive: %w", err)
+		}
+		// Who may archive it is said first: a session that does not
+		// own it learns nothing of its work.
+		probe := workspace.Archive{By: by, As: as, At: m.now()}
+		if d, err := workspace.Decide(st, probe); err != nil {
+			return st, fmt.Errorf("workspace archive: %w", err)
+		} else if len(d) > 0 && st.Status != workspace.StatusArchiving {
+			u, err := m.Uncommitted(ctx, st)
+			if err != nil {
+				return st, fmt.Errorf("workspace archive: %w: what workspace %s holds not committed is unknown (%v): pass --force to archive it and remove its worktree as it is", events.ErrRejected, id, err)
+			}
+			if len(u) > 0 {
+				return st, fmt.Errorf("workspace archive: %w: workspace %s holds work not committed, which removing its worktree would lose (%s): commit it, or pass --force to archive it and remove that work with it", events.ErrRejected, id, uncommittedList(u))
+			}
+		}
+	}
 	st, err := m.Archive(ctx, id, by, as)
 	if err != nil {
 		return st, err
@@ -83,4 +110,49 @@ func (m *Manager) ArchiveAndClean(ctx context.Context, id, by, as string, archiv
 		return st, err
 	}
 	return m.Workspace(ctx, st.ID)
+}
+
+// Uncommitted returns the paths of workspace st's worktree that hold
+// work its branch does not: tracked files changed, staged, deleted or
+// in conflict, and untracked files git does not ignore, each as
+// `git status --porcelain` gives it (its two status letters, a space,
+// the path: "M  a", "?? new"), in git's order. None when the folder is
+// gone. Errors are git's.
+func (m *Manager) Uncommitted(ctx context.Context, st workspace.State) ([]string, error) {
+	if st.Path == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(st.Path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	out, err := git(ctx, st.Path, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, e := range strings.Split(out, "\x00") {
+		if e != "" {
+			paths = append(paths, e)
+		}
+	}
+	return paths, nil
+}
+
+// uncommittedList is how a refusal names Uncommitted's paths: their
+// count and the first five, each quoted.
+func uncommittedList(u []string) string {
+	const shown = 5
+	q := make([]string, 0, shown)
+	for _, p := range u[:min(len(u), shown)] {
+		q = append(q, strconv.Quote(p))
+	}
+	more := ""
+	if len(u) > shown {
+		more = fmt.Sprintf(", and %d more", len(u)-shown)
+	}
+	noun := "paths"
+	if len(u) == 1 {
+		noun = "path"
+	}
+	return fmt.Sprintf("%d %s: %s%s", len(u), noun, strings.Join(q, ", "), more)
 }

@@ -317,15 +317,23 @@ reason (exit status 1).`,
 		},
 	}
 
-	var archiveSession string
+	var (
+		archiveSession string
+		archiveForce   bool
+	)
 	archive := &cobra.Command{
-		Use:   "archive ID [--session S]",
+		Use:   "archive ID [--session S] [--force]",
 		Short: "Archive a workspace: at once and for good; its commands stop and its worktree is removed after",
 		Long: `workspace archive marks the workspace archiving and archived at once (it
 can no longer be worked in), asks its running commands to stop, then removes
 its worktree and folder (its branch stays). A failed cleanup is recorded; the
 workspace stays archived. With --session S, session S archives it and must
-own it; without, a person does, recorded as such.`,
+own it; without, a person does, recorded as such.
+
+A worktree that holds work not committed (files changed, staged or deleted,
+untracked files git does not ignore: git status) is not archived: the
+command names the paths and records nothing. Commit the work first, or pass
+--force to archive the workspace and remove that work with it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := refuseSecrets(g, "workspace archive", typedField{"--session", "session id", []string{archiveSession}}); err != nil {
@@ -333,7 +341,7 @@ own it; without, a person does, recorded as such.`,
 			}
 			return withWorkspaceSession(cmd.Context(), g, args[0], "workspace archive: --session", archiveSession, func(v api.WorkspacesReply, ws workspace.State, m *wsadapter.Manager, sess string) error {
 				by, as := wsadapter.Acting(sess, personActor())
-				st, err := m.ArchiveAndClean(cmd.Context(), ws.ID, by, as, func(st workspace.State) {
+				st, err := m.ArchiveAndClean(cmd.Context(), ws.ID, by, as, archiveForce, func(st workspace.State) {
 					if !g.json {
 						fmt.Fprintf(g.stdout, "workspace %s archived\n", st.ID)
 					}
@@ -354,6 +362,7 @@ own it; without, a person does, recorded as such.`,
 		},
 	}
 	archive.Flags().StringVar(&archiveSession, "session", "", "the session that archives it, an id or a unique prefix (it must own it); default: you, as a person")
+	archive.Flags().BoolVar(&archiveForce, "force", false, "archive it even though its worktree holds work not committed, which is removed with it")
 
 	var renameSession string
 	rename := &cobra.Command{
