@@ -35,6 +35,11 @@ const (
 	codeOK    = 0
 	codeError = 1
 	codeUsage = 2
+	// codeWaitExpired is exec's and `command output --follow`'s when
+	// their wait ended before the command did, which goes on in the
+	// background: its own status is not known yet. timeout(1)'s code
+	// for a time that ran out.
+	codeWaitExpired = 124
 )
 
 // usageError is a command line that cannot run as written: exit 2.

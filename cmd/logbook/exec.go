@@ -66,7 +66,8 @@ HOME, USER, LANG, LC_ALL and TZ from here, plus --env; --no-env for none).
 It prints the command's output as it comes and, if the command exits within
 --wait, exits with its exit status. When the wait expires the command goes
 on in the background (it is not killed): exec prints its id and how to come
-back to it, and exits 0. Every step is an event on the log: see
+back to it, and exits 124 (as timeout does), since its status is not known
+yet; with --wait 0s, which asks for no wait, it exits 0. Every step is an event on the log: see
 'logbook audit S'.
 
 exec does not pass its own standard input on: the command's input is open
@@ -431,10 +432,20 @@ func waitExec(ctx context.Context, g *globals, cl *worker.Client, p *term.Output
 			fmt.Fprintf(g.stderr, "logbook: command %s not marked as in the background: %v\n", f.id, r.MarkErr)
 		}
 		if g.json {
-			return term.JSONLine(g.stdout, p.Result(f.id, r.State, true))
+			if err := term.JSONLine(g.stdout, p.Result(f.id, r.State, true)); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after %s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.wait, f.id)
-		return nil
+		if f.wait == 0 {
+			// Started in the background, as asked: a success.
+			if !g.json {
+				fmt.Fprintf(g.stderr, "logbook: command %s goes on in the background after 0s\nlogbook: come back with: logbook command output %s --follow\n", f.id, f.id)
+			}
+			return nil
+		}
+		// The wait ran out: not a success, the command's own status is
+		// not known yet.
+		return &exitError{code: codeWaitExpired, err: fmt.Errorf("command %s goes on in the background after %s (--wait): its exit status is not known yet; come back with: logbook command output %s --follow", f.id, f.wait, f.id)}
 	}
 	if d := r.State.OutputDropped; d > 0 {
 		fmt.Fprintf(g.stderr, "logbook: command %s: %d bytes of its output dropped, past the %d bytes the worker stores for a command\n", f.id, d, r.State.OutputBytes)
