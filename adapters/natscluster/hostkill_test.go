@@ -1,6 +1,8 @@
 package natscluster
 
 import (
+	"errors"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,8 +26,9 @@ func TestHostKill(t *testing.T) {
 	a.verifyAt(e.lastSeq())
 	out, stderr, err := a.cli("exec", "--session", sid, "--mode", "workspace_write", "--workspace", ws, "--id", "doomed", "--wait", "1s",
 		"--", "sh", "-c", "echo one; while :; do sleep 0.1; done")
-	if err != nil {
-		t.Fatalf("exec: %v\n%s%s", err, out, stderr)
+	// Its wait ends first: it goes on in the background, exit 124.
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 124 {
+		t.Fatalf("exec: %v, want exit status 124 (its wait ended first)\n%s%s", err, out, stderr)
 	}
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(w1.output(), "msg=started"); {
 		if time.Now().After(deadline) {
