@@ -59,7 +59,7 @@ func eventsCmd(g *globals) *cobra.Command {
 			}
 			if err != nil {
 				if follow && ctx.Err() != nil {
-					return nil
+					return stopErr(ctx)
 				}
 				return err
 			}
@@ -153,7 +153,7 @@ func answer(g *globals, v any, format string, args ...any) error {
 var errReopen = errors.New("follow: reopen")
 
 // followLog prints the log's events from sequence next on, as they are
-// appended, until ctx ends (then it returns nil). It starts on b and
+// appended, until ctx ends (then it returns stopErr's error). It starts on b and
 // closes every backend it opens. Holding the data dir itself (no server
 // runs), it gives the data dir's lock up as soon as a writer asks for it
 // (serve starting, an import: see datadir.Dir.LockOver) and goes on through the
@@ -165,14 +165,14 @@ func followLog(ctx context.Context, g *globals, b *backend, next uint64) error {
 	for {
 		err := followStretch(ctx, g, b, &next)
 		if ctx.Err() != nil {
-			return nil
+			return stopErr(ctx)
 		}
 		if !errors.Is(err, errReopen) {
 			return err
 		}
 		if b, err = openFollower(ctx, g, true); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return stopErr(ctx)
 			}
 			return err
 		}

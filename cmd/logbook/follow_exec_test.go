@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -268,9 +269,10 @@ func TestFollower_NeverLocksOutAWriter(t *testing.T) {
 		t.Errorf("the follower did not print project.added:\n%s", &out)
 	}
 
+	// Stopped, as every command a stop signal ends: 128 + 2.
 	f.Process.Signal(syscall.SIGINT)
-	if err := f.Wait(); err != nil {
-		t.Errorf("follower on SIGINT: %v\n%s", err, &errs)
+	if err := f.Wait(); exitStatus(err) != 130 || !strings.Contains(errs.String(), "events tail interrupted by SIGINT") {
+		t.Errorf("follower on SIGINT: %v, want exit status 130 and a line saying so\n%s", err, &errs)
 	}
 	seqs := followerSeqs(t, &out)
 	if seqs[0] != 1 {
@@ -364,8 +366,20 @@ func TestSessionsWatch_OutlivesServe(t *testing.T) {
 	}, func() string { return fmt.Sprintf("stdout:\n%s\nstderr:\n%s", &out, &errs) })
 
 	w.Process.Signal(syscall.SIGINT)
-	if err := <-exited; err != nil {
-		t.Errorf("watch on SIGINT: %v\nstderr:\n%s", err, &errs)
+	if err := <-exited; exitStatus(err) != 130 || !strings.Contains(errs.String(), "sessions interrupted by SIGINT") {
+		t.Errorf("watch on SIGINT: %v, want exit status 130 and a line saying so\nstderr:\n%s", err, &errs)
 	}
 	p.stop(s)
+}
+
+// exitStatus is the exit status a process's Wait error says: 0 for
+// nil, -1 for an error that is no exit.
+func exitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return ee.ExitCode()
+	}
+	return -1
 }

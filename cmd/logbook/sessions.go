@@ -223,7 +223,7 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 	for {
 		err := watchStretch(ctx, g, f, b)
 		if ctx.Err() != nil {
-			return nil
+			return stopErr(ctx)
 		}
 		if !errors.Is(err, errReopen) {
 			return err
@@ -231,7 +231,7 @@ func watchSessions(ctx context.Context, g *globals, f *sessionsFlags) error {
 		fmt.Fprintf(g.stderr, "%s: the server stopped: waiting for one to answer for the data dir\n", g.cmdName)
 		if b, err = awaitServer(ctx, g); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return stopErr(ctx)
 			}
 			return err
 		}

@@ -127,6 +127,18 @@ func stoppedBy(ctx context.Context) (os.Signal, bool) {
 	return nil, false
 }
 
+// stopErr is what a command that runs until it is stopped (a follow, a
+// watch) returns once ctx has ended: ctx's error when a stop signal
+// ended it, which main makes "interrupted by SIGINT" and exit status
+// 128 plus its number (interrupted), as every command a signal stops
+// exits; nil when ctx ended otherwise (its caller's cancel).
+func stopErr(ctx context.Context) error {
+	if _, ok := stoppedBy(ctx); ok {
+		return ctx.Err()
+	}
+	return nil
+}
+
 // interrupted returns the error of command what (its path less
 // "logbook ", say "replay") that failed with err after a stop signal
 // cancelled ctx: one line naming what was interrupted and by which
