@@ -659,7 +659,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		}
 		if !in.asNew {
 			line, what := divergence(fp, found, size)
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: changed under Logbook: %s; session %s keeps the %d lines it imported, and its rewritten form goes on in session %s", path, line, what, agg.ID, fp.Line, next.ID))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: changed under Logbook: %s; session %s keeps the %s it imported, and its rewritten form goes on in session %s", path, line, what, agg.ID, plural(fp.Line, "line"), next.ID))
 		}
 		if !ns.Exists() {
 			rewrittenFrom = agg.ID

@@ -107,7 +107,7 @@ func eventsCmd(g *globals) *cobra.Command {
 		},
 	}
 	tail.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until interrupted")
-	tail.Flags().Uint64VarP(&n, "lines", "n", 20, "how many of the last events to print; with --from, how many to print from there (default: every one)")
+	tail.Flags().Uint64VarP(&n, "lines", "n", 20, "how many of the last events to print; with --from, how many to print from there, every one when --lines is not given")
 	tail.Flags().Uint64Var(&from, "from", 0, "start at this stream sequence (1 or more) instead; past the log's last one is a usage error, unless --follow waits for it")
 	cmd.AddCommand(tail)
 	return cmd
