@@ -256,7 +256,7 @@ func pushRefused(t Tree, refs []events.PushRef) string {
 		}
 	}
 	if !t.Clean {
-		return fmt.Sprintf("the work tree has changes not in HEAD (%s): %s; the check would judge them, not the commit pushed; commit or stash them (or ignore them in .gitignore), then push", t.Commit, t.Changed)
+		return fmt.Sprintf("the work tree has changes not in HEAD (%s): %s; the check would judge them, not the commit pushed; commit or stash them, then push", t.Commit, t.Changed)
 	}
 	return ""
 }
@@ -627,7 +627,7 @@ func GateChecks(views CheckViews, caughtUp func(context.Context) error) func(ctx
 			return "the work tree could not be read: " + err.Error()
 		}
 		if !tree.Clean {
-			return fmt.Sprintf("the work tree of workspace %s has changes not in HEAD (%s): commit or stash them (or ignore them in .gitignore), then run the check (logbook workspace check %s)", ws.ID, tree.Changed, ws.ID)
+			return fmt.Sprintf("the work tree of workspace %s has changes not in HEAD (%s): commit or stash them, then run the check (logbook workspace check %s)", ws.ID, tree.Changed, ws.ID)
 		}
 		runs, err := views.Checks(ws.ID)
 		if err != nil {
