@@ -138,6 +138,14 @@ func (g *Gate) notePolicies(dir string, pols []*Policy, broken, stale []error) {
 	}
 	warned := map[string]bool{}
 	for _, pol := range pols {
+		if pol.allowsOff {
+			msg := g.redact(fmt.Sprintf("policy %s: its allow rules are not in force, only its deny, review and require_check rules: the data dir's %s does not set project_allows = true", pol.Path, PolicyFile))
+			if old, ok := g.logged.Swap(allowsOffKey+pol.Path, msg); !ok || old != msg {
+				g.Logf("%s", msg)
+			}
+		} else if pol.Path != "" {
+			g.logged.Delete(allowsOffKey + pol.Path)
+		}
 		if len(pol.Warnings) == 0 {
 			continue
 		}
@@ -180,6 +188,10 @@ func (g *Gate) notePolicies(dir string, pols []*Policy, broken, stale []error) {
 // warnings last reported of a policy file are kept (the file's path
 // follows); a fault's key is the path alone.
 const policyWarningKey = "warnings\x00"
+
+// allowsOffKey prefixes, in Gate.logged, the path of a project's policy
+// whose allow rules notePolicies said are not in force.
+const allowsOffKey = "allowsoff\x00"
 
 // PolicyEvery is how often WatchPolicies reads the policy file again.
 const PolicyEvery = time.Second

@@ -61,6 +61,9 @@ type policyDoc struct {
 	Review       []string          `toml:"review"`
 	RequireCheck []string          `toml:"require_check"`
 	Risk         map[string]string `toml:"risk"`
+	// ProjectAllows, in the data dir's file, puts projects' allow rules
+	// in force (see Policies.For); in a project's file it means nothing.
+	ProjectAllows bool `toml:"project_allows"`
 }
 
 // Policy is one parsed policy file: patterns by action and risk classes
@@ -82,6 +85,23 @@ type Policy struct {
 	// the policy files to review at critical risk, or Claude Code's
 	// settings at high risk (see guard).
 	guard func(Call) (pattern, risk string)
+	// projectAllows is the file's project_allows: in the data dir's
+	// file, whether a project's allow rules are in force.
+	projectAllows bool
+	// allowsOff marks a project's policy whose allow rules were taken
+	// out (withoutAllow), for serve's log.
+	allowsOff bool
+}
+
+// HasAllow reports whether p holds allow rules.
+func (p *Policy) HasAllow() bool { return len(p.allow) > 0 }
+
+// withoutAllow returns a copy of p that holds none of its allow rules:
+// a project's policy while the data dir's does not set project_allows.
+func (p *Policy) withoutAllow() *Policy {
+	q := *p
+	q.allow, q.allowsOff = nil, true
+	return &q
 }
 
 type riskRule struct {
@@ -113,7 +133,7 @@ func ParsePolicy(path string, text []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{Path: path}
+	p := &Policy{Path: path, projectAllows: doc.ProjectAllows}
 	bad := func(pat string, err error) error {
 		l, c := locate(text, pat)
 		return &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("pattern %q: %v", pat, err)}
@@ -208,6 +228,12 @@ func decodePolicy(path string, text []byte) (policyDoc, error) {
 			default:
 				doc.Review = out
 			}
+		case "project_allows":
+			b, ok := v.(bool)
+			if !ok {
+				return doc, fault("want true or false, got %s", tomlKind(v))
+			}
+			doc.ProjectAllows = b
 		case "risk":
 			tbl, ok := v.(map[string]any)
 			if !ok {
@@ -228,7 +254,7 @@ func decodePolicy(path string, text []byte) (policyDoc, error) {
 				what = "table"
 				k = "[" + k + "]"
 			}
-			return doc, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown %s %s (want the keys allow, deny, review, require_check and the table [risk]; remove or rename it)", what, k)}
+			return doc, &PolicyError{Path: path, Line: l, Column: c, Msg: fmt.Sprintf("unknown %s %s (want the keys allow, deny, review, require_check, project_allows and the table [risk]; remove or rename it)", what, k)}
 		}
 	}
 	return doc, nil
@@ -947,21 +973,28 @@ func (ps *Policies) For(dir string, peer *uint32) (pols []*Policy, broken, stale
 	}
 	pols = []*Policy{ps.builtin}
 	ps.mu.Unlock()
-	var loads []func() *loaded
-	if dir != "" {
-		loads = append(loads, func() *loaded { return ps.loadProject(dir, peer) })
-	}
+	var data, project *loaded
 	if ps.DataDir != "" {
-		loads = append(loads, func() *loaded { return ps.load(filepath.Join(ps.DataDir, PolicyFile)) })
+		data = ps.load(filepath.Join(ps.DataDir, PolicyFile))
 	}
-	for _, load := range loads {
-		l := load()
+	if dir != "" {
+		project = ps.loadProject(dir, peer)
+	}
+	// A project's allow rules are in force only where the data dir's
+	// file says so (project_allows): whoever commits to a project
+	// writes its file, and a repository cloned is anyone's.
+	projectAllows := data != nil && data.policy != nil && data.policy.projectAllows
+	for _, l := range []*loaded{project, data} {
 		if l == nil {
 			continue
 		}
 		switch {
 		case l.policy != nil:
-			pols = append(pols, l.policy)
+			pol := l.policy
+			if l == project && !projectAllows && pol.HasAllow() {
+				pol = pol.withoutAllow()
+			}
+			pols = append(pols, pol)
 			if l.err != nil {
 				stale = append(stale, l.err)
 			}

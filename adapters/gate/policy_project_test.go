@@ -200,8 +200,13 @@ func TestPolicies_ProjectRefusedAfterAGoodRead(t *testing.T) {
 		}
 	})
 	p := filepath.Join(dir, ProjectPolicyDir, PolicyFile)
+	// The data dir's policy puts projects' allows in force.
+	dd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dd, PolicyFile), []byte("project_allows = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var lines []string
-	g := &Gate{Policies: &Policies{}, Logf: func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }}
+	g := &Gate{Policies: &Policies{DataDir: dd}, Logf: func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }}
 	check := func(what string, wantBroken, wantStale int, wantAllow bool) {
 		t.Helper()
 		pols, broken, stale := g.Policies.For(dir, nil)
@@ -247,5 +252,63 @@ func TestPolicies_ProjectRefusedAfterAGoodRead(t *testing.T) {
 	check("removed", 0, 0, false)
 	if last := lines[len(lines)-1]; !strings.Contains(last, "removed; nothing of it is in force") || strings.Contains(last, "parses again") {
 		t.Errorf("the log after the file was removed: %q", lines)
+	}
+}
+
+// TestPolicies_ProjectAllowsOnlyWhereTheDataDirSaysSo: a project's
+// policy file, which whoever commits to the project writes, cannot allow
+// a call on its own: its allow rules are in force only where the data
+// dir's policy sets project_allows = true, and serve's log says so once;
+// its deny and review rules are in force either way. A project's own
+// project_allows means nothing.
+func TestPolicies_ProjectAllowsOnlyWhereTheDataDirSaysSo(t *testing.T) {
+	dir := projectWith(t, func(t *testing.T, p string) {
+		if err := os.WriteFile(p, []byte("project_allows = true\nallow = [\"Bash\"]\nreview = [\"Bash(git push:*)\"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dd := t.TempDir()
+	var lines []string
+	g := &Gate{Policies: &Policies{DataDir: dd}, Logf: func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }}
+	decide := func(cmd string) string {
+		t.Helper()
+		pols, broken, stale := g.Policies.For(dir, nil)
+		g.notePolicies(dir, pols, broken, stale)
+		if len(broken)+len(stale) != 0 {
+			t.Fatalf("broken %v, stale %v", broken, stale)
+		}
+		return Decide(pols, bash(cmd)).Action
+	}
+	for _, tc := range []struct {
+		data             string // the data dir's policy.toml, "" for none
+		wantLS, wantPush string
+		wantLogged       bool
+	}{
+		{"", "", ActionReview, true}, // said once, not again below
+		{"deny = [\"Bash(sudo:*)\"]\n", "", ActionReview, false},
+		{"project_allows = false\n", "", ActionReview, false},
+		{"project_allows = true\n", ActionAllow, ActionReview, false},
+	} {
+		pf := filepath.Join(dd, PolicyFile)
+		os.Remove(pf)
+		if tc.data != "" {
+			if err := os.WriteFile(pf, []byte(tc.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// A new stamp for the file read again (size and time).
+			now := time.Now().Add(time.Duration(len(lines)+1) * time.Second)
+			os.Chtimes(pf, now, now)
+		}
+		lines = nil
+		if got := decide("ls"); got != tc.wantLS {
+			t.Errorf("data dir %q: ls %q, want %q", tc.data, got, tc.wantLS)
+		}
+		if got := decide("git push origin main"); got != tc.wantPush {
+			t.Errorf("data dir %q: git push %q, want %q", tc.data, got, tc.wantPush)
+		}
+		said := strings.Contains(strings.Join(lines, "\n"), "its allow rules are not in force")
+		if said != tc.wantLogged {
+			t.Errorf("data dir %q: log %q; want it to say the project's allows are off (once): %v", tc.data, lines, tc.wantLogged)
+		}
 	}
 }
