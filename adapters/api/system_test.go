@@ -328,11 +328,14 @@ func TestSystem_IdleConnectionsStarveNoOne(t *testing.T) {
 		uid, gid int
 	}{{"not let in", 65533, 65533}, {"let in", 65534, 65534}} {
 		dialAs(t, who.uid, who.gid, 300, sock.Path)
+		// Starved, root would wait for an idle connection's read
+		// deadline (SocketReadTimeout, 5 s): a bound below it tells
+		// starvation from a loaded machine's slowness.
 		start := time.Now()
-		cctx, ccancel := context.WithTimeout(t.Context(), 3*time.Second)
+		cctx, ccancel := context.WithTimeout(t.Context(), SocketReadTimeout*3/5)
 		err := SocketCaller(sock.Path)(cctx, "read", struct{}{}, nil)
 		ccancel()
-		if err != nil || time.Since(start) > time.Second {
+		if err != nil {
 			t.Errorf("root's request beside 300 idle connections of a user %s: %v after %s", who.name, err, time.Since(start))
 		}
 	}
