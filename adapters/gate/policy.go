@@ -93,8 +93,8 @@ type Policy struct {
 	allowsOff bool
 }
 
-// HasAllow reports whether p holds allow rules.
-func (p *Policy) HasAllow() bool { return len(p.allow) > 0 }
+// hasAllow reports whether p holds allow rules.
+func (p *Policy) hasAllow() bool { return len(p.allow) > 0 }
 
 // withoutAllow returns a copy of p that holds none of its allow rules:
 // a project's policy while the data dir's does not set project_allows.
@@ -592,8 +592,8 @@ func patternWarning(p Pattern) string {
 // is only "*"s (and a final ":*"). It is a warning, not a fault (the
 // README's "Bash alone" may be meant), since such a rule leaves only the
 // deny and review rules, the risk classes and the built-in guards
-// between an agent and any command; in a project's file, whoever commits
-// to the project gives it that.
+// between an agent and any command (in a project's file, in force only
+// where the data dir's sets project_allows).
 func allowAllWarning(p Pattern) string {
 	if ok, _ := path.Match(p.Tool, "Bash"); !ok {
 		return ""
@@ -601,7 +601,7 @@ func allowAllWarning(p Pattern) string {
 	if p.HasArg && strings.Trim(strings.TrimSuffix(p.Spec, ":*"), "*") != "" {
 		return ""
 	}
-	return "allows every Bash command line: only deny and review rules, risk classes and the built-in guards stand before a command (in a project's .logbook/policy.toml, whoever commits to the project grants that)"
+	return "allows every Bash command line: only deny and review rules, risk classes and the built-in guards stand before a command (in a project's .logbook/policy.toml, in force only where the data dir's policy.toml sets project_allows = true)"
 }
 
 // caseSensitiveTools are Claude Code's built-in tools whose names a rule
@@ -991,7 +991,7 @@ func (ps *Policies) For(dir string, peer *uint32) (pols []*Policy, broken, stale
 		switch {
 		case l.policy != nil:
 			pol := l.policy
-			if l == project && !projectAllows && pol.HasAllow() {
+			if l == project && !projectAllows && pol.hasAllow() {
 				pol = pol.withoutAllow()
 			}
 			pols = append(pols, pol)
