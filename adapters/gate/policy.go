@@ -953,8 +953,8 @@ type loaded struct {
 }
 
 // For returns the policies in force for a call in project dir, project
-// first (the built-in rules, then dir/.logbook/policy.toml, then the data
-// dir's policy.toml). A file that no longer parses keeps the policy read
+// first (the built-in rules, then dir/.logbook/policy.toml and each
+// ancestor's of dir, nearest first, then the data dir's policy.toml). A file that no longer parses keeps the policy read
 // before it in force, and its error is in stale; a file that has never
 // parsed has no policy in force, and its error is in broken: the caller
 // must fail closed on those.
@@ -973,25 +973,33 @@ func (ps *Policies) For(dir string, peer *uint32) (pols []*Policy, broken, stale
 	}
 	pols = []*Policy{ps.builtin}
 	ps.mu.Unlock()
-	var data, project *loaded
+	var data *loaded
 	if ps.DataDir != "" {
 		data = ps.load(filepath.Join(ps.DataDir, PolicyFile))
 	}
-	if dir != "" {
-		project = ps.loadProject(dir, peer)
+	// The project's files: dir's and each of its ancestors', nearest
+	// first, so that a call made from a folder below a project's top is
+	// under the project's rules too (a cd must not leave them), and a
+	// folder's own file adds to its ancestors' rather than replacing
+	// them (the strictest answer wins).
+	var projects []*loaded
+	for _, a := range projectDirs(dir) {
+		if l := ps.loadProject(a, peer); l != nil {
+			projects = append(projects, l)
+		}
 	}
 	// A project's allow rules are in force only where the data dir's
 	// file says so (project_allows): whoever commits to a project
 	// writes its file, and a repository cloned is anyone's.
 	projectAllows := data != nil && data.policy != nil && data.policy.projectAllows
-	for _, l := range []*loaded{project, data} {
+	for i, l := range append(projects, data) {
 		if l == nil {
 			continue
 		}
 		switch {
 		case l.policy != nil:
 			pol := l.policy
-			if l == project && !projectAllows && pol.hasAllow() {
+			if i < len(projects) && !projectAllows && pol.hasAllow() {
 				pol = pol.withoutAllow()
 			}
 			pols = append(pols, pol)
@@ -1003,6 +1011,22 @@ func (ps *Policies) For(dir string, peer *uint32) (pols []*Policy, broken, stale
 		}
 	}
 	return pols, broken, stale
+}
+
+// projectDirs returns dir, cleaned, and each of its ancestors up to the
+// root, nearest first: where For looks for a project's policy file.
+// None for "" or a relative dir (a call's directory is absolute).
+func projectDirs(dir string) []string {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return nil
+	}
+	var dirs []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		dirs = append(dirs, d)
+		if d == filepath.Dir(d) {
+			return dirs
+		}
+	}
 }
 
 // strictness ranks a rule action: deny 3, review 2, allow 1, none 0.

@@ -312,3 +312,44 @@ func TestPolicies_ProjectAllowsOnlyWhereTheDataDirSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicies_ProjectRulesHoldBelowItsTop: a call made from a folder
+// below a project's top (a cd into src/) is under the project's rules as
+// at its top, and a folder's own policy file adds to its ancestors'
+// rather than replacing them: the strictest answer wins.
+func TestPolicies_ProjectRulesHoldBelowItsTop(t *testing.T) {
+	dir := projectWith(t, func(t *testing.T, p string) {
+		if err := os.WriteFile(p, []byte("deny = [\"Bash(ls:*)\"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dd, PolicyFile), []byte("allow = [\"Bash(ls:*)\", \"Bash(cat:*)\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "src", "deep")
+	if err := os.MkdirAll(filepath.Join(sub, ProjectPolicyDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The nested folder's own file speaks of cat only.
+	if err := os.WriteFile(filepath.Join(sub, ProjectPolicyDir, PolicyFile), []byte("review = [\"Bash(cat:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ps := &Policies{DataDir: dd}
+	for _, tc := range []struct{ dir, cmd, want string }{
+		{dir, "ls -la", ActionDeny},
+		{filepath.Join(dir, "src"), "ls -la", ActionDeny},
+		{sub, "ls -la", ActionDeny},
+		{sub, "cat x", ActionReview},
+		{filepath.Join(dir, "src"), "cat x", ActionAllow},
+		{dd, "ls -la", ActionAllow}, // outside the project
+	} {
+		pols, broken, _ := ps.For(tc.dir, nil)
+		if len(broken) != 0 {
+			t.Fatalf("%s: broken %v", tc.dir, broken)
+		}
+		if got := Decide(pols, bash(tc.cmd)).Action; got != tc.want {
+			t.Errorf("%q from %s: %q, want %q", tc.cmd, tc.dir, got, tc.want)
+		}
+	}
+}
