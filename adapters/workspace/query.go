@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
 	"github.com/logbook-dev/logbook/reducers/workspace"
+	"github.com/logbook-dev/logbook/sandbox"
 )
 
 // ProjectKeys returns the storage key of each of projects mapped to its
@@ -97,6 +100,13 @@ func (m *Manager) ArchiveAndClean(ctx context.Context, id, by, as string, force 
 			if len(u) > 0 {
 				return st, fmt.Errorf("workspace archive: %w: workspace %s holds work not committed, which removing its worktree would lose (%s): commit it, or pass --force to archive it and remove that work with it", events.ErrRejected, id, uncommittedList(u))
 			}
+			n, head, err := m.OffBranch(ctx, st)
+			if err != nil {
+				return st, fmt.Errorf("workspace archive: %w: whether workspace %s holds commits on no branch is unknown (%v): pass --force to archive it and remove its worktree as it is", events.ErrRejected, id, err)
+			}
+			if n > 0 {
+				return st, fmt.Errorf("workspace archive: %w: workspace %s holds %s on no branch (HEAD is detached at %s), which only its worktree's reflog keeps: put them on a branch (git branch NAME %s), or pass --force to archive it and lose them", events.ErrRejected, id, plural(n, "commit"), head, head)
+			}
 		}
 	}
 	st, err := m.Archive(ctx, id, by, as)
@@ -131,11 +141,25 @@ func (m *Manager) Uncommitted(ctx context.Context, st workspace.State) ([]string
 	}
 	var paths []string
 	for _, e := range strings.Split(out, "\x00") {
-		if e != "" {
+		if e != "" && !placeholder(st.Path, e) {
 			paths = append(paths, e)
 		}
 	}
 	return paths, nil
+}
+
+// placeholder reports whether entry, a `git status --porcelain` line of
+// the worktree at dir, is an untracked empty file at a top-level name
+// the sandbox keeps (sandbox.ProtectedNames: .mcp.json, .envrc): the
+// mount point a running restricted command's boundary made, gone when
+// it ends, which holds no work.
+func placeholder(dir, entry string) bool {
+	name, ok := strings.CutPrefix(entry, "?? ")
+	if !ok || !slices.Contains(sandbox.ProtectedNames(), name) {
+		return false
+	}
+	fi, err := os.Lstat(filepath.Join(dir, name))
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
 }
 
 // uncommittedList is how a refusal names Uncommitted's paths: their
@@ -155,4 +179,42 @@ func uncommittedList(u []string) string {
 		noun = "path"
 	}
 	return fmt.Sprintf("%d %s: %s%s", len(u), noun, strings.Join(q, ", "), more)
+}
+
+// OffBranch returns how many commits workspace st's HEAD holds that no
+// branch, tag or remote-tracking branch does (a detached HEAD's own
+// commits, which removing the worktree and its reflog would lose), and
+// HEAD's short id; 0 when the folder is gone or HEAD is on a branch.
+// Errors are git's.
+func (m *Manager) OffBranch(ctx context.Context, st workspace.State) (int, string, error) {
+	if st.Path == "" {
+		return 0, "", nil
+	}
+	if _, err := os.Stat(st.Path); errors.Is(err, os.ErrNotExist) {
+		return 0, "", nil
+	}
+	if _, err := git(ctx, st.Path, "symbolic-ref", "-q", "HEAD"); err == nil {
+		return 0, "", nil // on a branch: its commits stay with it
+	}
+	head, err := git(ctx, st.Path, "rev-parse", "--short", "HEAD")
+	if err != nil {
+		return 0, "", err
+	}
+	out, err := git(ctx, st.Path, "rev-list", "--count", "HEAD", "--not", "--branches", "--tags", "--remotes")
+	if err != nil {
+		return 0, "", err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return 0, "", fmt.Errorf("git rev-list --count: %q", out)
+	}
+	return n, head, nil
+}
+
+// plural returns "1 thing" or "n things".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
