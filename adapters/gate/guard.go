@@ -135,7 +135,7 @@ func guard(dd string) func(Call) (pattern, risk string) {
 	}
 	return func(c Call) (string, string) {
 		c = c.parsed()
-		if guarded(c) {
+		if guarded(c) || treeChangesProject(c) {
 			return GuardPattern, review.RiskCritical
 		}
 		if linkGuarded(c) {
@@ -158,6 +158,40 @@ func guard(dd string) func(Call) (pattern, risk string) {
 		}
 		return "", ""
 	}
+}
+
+// treeChangesProject reports whether a command of c changes a whole
+// tree that holds a project's .logbook folder on disk now: a git work
+// tree it checks out, resets, switches or stashes (the top of the one
+// its directory lies in, as withRepoTops finds it), or a folder it
+// removes, extracts or copies into. Such a command may rewrite or
+// remove a project's policy file without naming it (`git checkout
+// HEAD~1` where the commit before held none).
+func treeChangesProject(c Call) bool {
+	if !shellLike(c.Tool) || c.sh == nil {
+		return false
+	}
+	for _, rd := range c.sh.Changes {
+		if !rd.Tree || !rd.Target.Static {
+			continue
+		}
+		d := rd.Target.Value
+		if !filepath.IsAbs(d) {
+			if c.Dir == "" {
+				continue
+			}
+			d = filepath.Join(c.Dir, d)
+		}
+		if rd.RepoTop {
+			if top := workTreeTop(d); top != "" {
+				d = top
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(d, ProjectPolicyDir)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // unknownArg reports whether a command of sc (but for the package

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logbook-dev/logbook/reducers/review"
 )
 
 // secretPolicy is a file serve's user may read and a peer may not: its
@@ -350,6 +352,44 @@ func TestPolicies_ProjectRulesHoldBelowItsTop(t *testing.T) {
 		}
 		if got := Decide(pols, bash(tc.cmd)).Action; got != tc.want {
 			t.Errorf("%q from %s: %q, want %q", tc.cmd, tc.dir, got, tc.want)
+		}
+	}
+}
+
+// TestGuard_TreeChangeOfAProjectIsReviewed: a command that changes a
+// whole tree holding a project's .logbook (a git work tree checked out,
+// reset, switched or stashed; a folder removed) may remove or rewrite the
+// project's policy without naming it: reviewed at critical risk, from the
+// tree's top or from a folder below it. The same in a tree without
+// .logbook is not the guard's.
+func TestGuard_TreeChangeOfAProjectIsReviewed(t *testing.T) {
+	dir := projectWith(t, func(t *testing.T, p string) {
+		if err := os.WriteFile(p, []byte("deny = [\"Bash(echo:*)\"]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	plain := t.TempDir()
+	for _, d := range []string{filepath.Join(dir, ".git"), filepath.Join(dir, "src"), filepath.Join(plain, ".git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := &Policies{DataDir: t.TempDir()}
+	for _, cmd := range []string{"git checkout HEAD~1", "git reset --hard HEAD~1", "git switch -c tmp HEAD~1", "git stash -u", "rm -rf " + dir} {
+		for _, from := range []string{dir, filepath.Join(dir, "src")} {
+			pols, _, _ := ps.For(from, nil)
+			c := bash(cmd)
+			c.Dir = from
+			m := Decide(pols, c)
+			if m.Action != ActionReview || m.Risk != review.RiskCritical {
+				t.Errorf("%q from %s: %s at %q risk, want review at critical", cmd, from, m.Action, m.Risk)
+			}
+		}
+		pols, _, _ := ps.For(plain, nil)
+		c := bash(strings.ReplaceAll(cmd, dir, plain))
+		c.Dir = plain
+		if m := Decide(pols, c); m.Pattern == GuardPattern {
+			t.Errorf("%q in a tree without .logbook: %s by %s", cmd, m.Action, m.Pattern)
 		}
 	}
 }
