@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -222,8 +223,30 @@ func (g *Gate) CheckPolicies() {
 		return
 	}
 	pols, broken, stale := g.Policies.For("", nil)
+	p := filepath.Join(g.Policies.DataDir, PolicyFile)
+	_, faulted := g.logged.Load(p) // notePolicies says the removal of a file it said a fault of
 	g.notePolicies("", pols, broken, stale)
+	if g.Logf == nil || g.Policies.DataDir == "" {
+		return
+	}
+	// A data dir's file in force that goes takes every rule of it
+	// along: said when it goes.
+	in := slices.ContainsFunc(pols, func(pol *Policy) bool { return pol.Path == p })
+	_, was := g.logged.Load(inForceKey + p)
+	switch {
+	case in && !was:
+		g.logged.Store(inForceKey+p, true)
+	case !in && was && len(broken) == 0:
+		g.logged.Delete(inForceKey + p)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && !faulted {
+			g.Logf("%s", g.redact("WARN: policy "+p+": removed; nothing of it is in force, its deny and review rules neither"))
+		}
+	}
 }
+
+// inForceKey begins the key of Gate.logged under which CheckPolicies
+// notes that the data dir's policy file (the path follows) is in force.
+const inForceKey = "inforce\x00"
 
 // Request asks for a verdict on one action of a session.
 type Request struct {

@@ -393,3 +393,29 @@ func TestGuard_TreeChangeOfAProjectIsReviewed(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPolicies_SaysTheDataDirsFileRemoved: the data dir's policy
+// file in force that is removed while serve runs takes its deny and
+// review rules with it: serve's log says so, once, and again after a
+// new file was in force and went too.
+func TestCheckPolicies_SaysTheDataDirsFileRemoved(t *testing.T) {
+	dd := t.TempDir()
+	p := filepath.Join(dd, PolicyFile)
+	var lines []string
+	g := &Gate{Policies: &Policies{DataDir: dd}, Logf: func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }}
+	said := func() int { return strings.Count(strings.Join(lines, "\n"), "removed; nothing of it is in force") }
+	for round := 1; round <= 2; round++ {
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("deny = [\"Bash(rm -rf:*)\"]\n# %d\n", round)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g.CheckPolicies()
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		g.CheckPolicies()
+		g.CheckPolicies()
+		if said() != round {
+			t.Fatalf("round %d: the log says the removal %d times, want %d:\n%s", round, said(), round, strings.Join(lines, "\n"))
+		}
+	}
+}
