@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // CheckFiles parses the policy files paths in order (Policies.Load), as
@@ -22,6 +23,21 @@ func CheckFiles(paths []string, named bool, ok func(path string, warnings []*Pol
 			}
 			continue
 		}
+		// A project's file is read as the gate reads it: following no
+		// link below the project, a regular file of a bounded size.
+		if dir, isProject := projectOf(p); isProject {
+			l := ps.loadProject(dir, nil)
+			switch {
+			case l == nil:
+				continue
+			case l.err != nil:
+				bad(fmt.Errorf("%s (the gate refuses it as it is)", policyDetail(l.err)))
+				n++
+				continue
+			}
+			ok(p, l.policy.Warnings)
+			continue
+		}
 		if err := ps.Load(p); err != nil {
 			bad(err)
 			n++
@@ -34,4 +50,18 @@ func CheckFiles(paths []string, named bool, ok func(path string, warnings []*Pol
 		ok(p, ws)
 	}
 	return n, nil
+}
+
+// projectOf returns the project folder of policy file p when p is a
+// project's (its last two elements are ProjectPolicyDir and PolicyFile),
+// made absolute.
+func projectOf(p string) (string, bool) {
+	if filepath.Base(p) != PolicyFile || filepath.Base(filepath.Dir(p)) != ProjectPolicyDir {
+		return "", false
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false
+	}
+	return filepath.Dir(filepath.Dir(abs)), true
 }
