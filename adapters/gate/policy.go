@@ -575,6 +575,9 @@ func patternWarning(p Pattern) string {
 	if p.Tool != "Bash" || !p.HasArg {
 		return ""
 	}
+	if strings.ContainsRune(p.Spec, 0) {
+		return "it holds a NUL byte, which no command line holds (the gate refuses a command with one), so it never matches"
+	}
 	spec := strings.TrimSuffix(p.Spec, ":*")
 	if norm := strings.Join(strings.Fields(spec), " "); norm != spec {
 		return fmt.Sprintf("a command is matched as its words joined by one space, so spaces at the start or end of %q, two or more between its words, or a tab or line break in it match only a command whose quoted words hold them: write %q for the command's words", p.Spec, norm+p.Spec[len(spec):])

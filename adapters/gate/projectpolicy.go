@@ -225,6 +225,11 @@ func (ps *Policies) loadProject(dir string, peer *uint32) *loaded {
 			nl.policy = old.policy
 		}
 	} else {
+		if pol.projectAllows {
+			// Only the data dir's file can put a project's allows in
+			// force: said where the file's warnings are.
+			pol.Warnings = append(pol.Warnings, &PolicyError{Path: p, Msg: "project_allows means nothing in a project's file: only the data dir's policy.toml puts a project's allow rules in force"})
+		}
 		nl.policy = pol
 	}
 	ps.files[key] = nl
