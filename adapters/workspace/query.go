@@ -155,7 +155,15 @@ func (m *Manager) Uncommitted(ctx context.Context, st workspace.State) ([]string
 // it ends, which holds no work.
 func placeholder(dir, entry string) bool {
 	name, ok := strings.CutPrefix(entry, "?? ")
-	if !ok || !slices.Contains(sandbox.ProtectedNames(), name) {
+	return ok && emptyPlaceholder(dir, name)
+}
+
+// emptyPlaceholder reports whether name, a path in the worktree at dir,
+// is a top-level name the sandbox keeps (sandbox.ProtectedNames) that
+// holds an empty regular file: what a running restricted command's
+// boundary leaves there while it runs.
+func emptyPlaceholder(dir, name string) bool {
+	if !slices.Contains(sandbox.ProtectedNames(), name) {
 		return false
 	}
 	fi, err := os.Lstat(filepath.Join(dir, name))

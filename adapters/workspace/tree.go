@@ -140,6 +140,9 @@ func TreeOf(ctx context.Context, dir string) (Tree, error) {
 	var changed []string // the paths that make it not clean
 	for _, p := range paths {
 		p = strings.TrimSuffix(p, "/") // an untracked nested repository
+		if _, tracked := head[p]; !tracked && emptyPlaceholder(dir, p) {
+			continue // a running restricted command's mount point, no work
+		}
 		e, ok, err := entryOf(ctx, dir, root, p, format)
 		if err != nil {
 			return Tree{}, fmt.Errorf("tree of %s: %s: %w", dir, p, err)

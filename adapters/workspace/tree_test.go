@@ -30,6 +30,19 @@ func TestTreeOf(t *testing.T) {
 	if got := tree(); got != base {
 		t.Errorf("an ignored file changed the tree: %+v", got)
 	}
+	// Nor do the empty .envrc and .mcp.json a running restricted
+	// command's boundary leaves at the top; one that holds bytes does.
+	write(t, filepath.Join(proj, ".envrc"), "")
+	write(t, filepath.Join(proj, ".mcp.json"), "")
+	if got := tree(); got != base {
+		t.Errorf("empty placeholders changed the tree: %+v", got)
+	}
+	write(t, filepath.Join(proj, ".envrc"), "export X=1\n")
+	if got := tree(); got.Clean || got.Digest == base.Digest {
+		t.Errorf("an .envrc with bytes left the tree clean: %+v", got)
+	}
+	os.Remove(filepath.Join(proj, ".envrc"))
+	os.Remove(filepath.Join(proj, ".mcp.json"))
 	steps := []struct {
 		name string
 		do   func()
