@@ -35,10 +35,9 @@ const (
 	codeOK    = 0
 	codeError = 1
 	codeUsage = 2
-	// codeWaitExpired is exec's and `command output --follow`'s when
-	// their wait ended before the command did, which goes on in the
-	// background: its own status is not known yet. timeout(1)'s code
-	// for a time that ran out.
+	// codeWaitExpired is exec's when its --wait ended before the
+	// command did, which goes on in the background: its own status is
+	// not known yet. timeout(1)'s code for a time that ran out.
 	codeWaitExpired = 124
 )
 

@@ -67,8 +67,8 @@ It prints the command's output as it comes and, if the command exits within
 --wait, exits with its exit status. When the wait expires the command goes
 on in the background (it is not killed): exec prints its id and how to come
 back to it, and exits 124 (as timeout does), since its status is not known
-yet; with --wait 0s, which asks for no wait, it exits 0. Every step is an event on the log: see
-'logbook audit S'.
+yet; with --wait 0s, which asks for no wait, it exits 0. Every step is an
+event on the log: see 'logbook audit S'.
 
 exec does not pass its own standard input on: the command's input is open
 and empty until 'logbook command stdin ID' writes to it or closes it
