@@ -957,10 +957,11 @@ type loaded struct {
 
 // For returns the policies in force for a call in project dir, project
 // first (the built-in rules, then dir/.logbook/policy.toml and each
-// ancestor's of dir, nearest first, then the data dir's policy.toml). A file that no longer parses keeps the policy read
-// before it in force, and its error is in stale; a file that has never
-// parsed has no policy in force, and its error is in broken: the caller
-// must fail closed on those.
+// ancestor's of dir, nearest first, then the data dir's policy.toml). A
+// file that no longer parses keeps the policy read before it in force,
+// and its error is in stale; a file that has never parsed has no policy
+// in force, and its error is in broken: the caller must fail closed on
+// those.
 //
 // The project's file is opened following no symbolic link below dir,
 // and, when peer is not nil (the uid of the system socket's peer whose
@@ -968,7 +969,9 @@ type loaded struct {
 // peer's own or root's (openProject); nil is per-user mode. Its errors
 // are *ProjectPolicyError, which quote nothing of the file (their Detail
 // does, for serve's own log). The data dir's file is read as it always
-// was, and its errors (*PolicyError) quote the fault for its owner.
+// was, and its errors (*PolicyError) quote the fault for its owner. A
+// project's policies come without their allow rules unless the data
+// dir's file sets project_allows = true (Policy.withoutAllow).
 func (ps *Policies) For(dir string, peer *uint32) (pols []*Policy, broken, stale []error) {
 	ps.mu.Lock()
 	if ps.builtin == nil {
