@@ -172,15 +172,12 @@ func treeChangesProject(c Call) bool {
 		return false
 	}
 	for _, rd := range c.sh.Changes {
-		if !rd.Tree || !rd.Target.Static {
+		if !rd.Tree {
 			continue
 		}
-		d := rd.Target.Value
-		if !filepath.IsAbs(d) {
-			if c.Dir == "" {
-				continue
-			}
-			d = filepath.Join(c.Dir, d)
+		d, ok := absTarget(rd, c.Dir)
+		if !ok {
+			continue
 		}
 		if rd.RepoTop {
 			if top := workTreeTop(d); top != "" {

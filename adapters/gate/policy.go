@@ -1170,15 +1170,12 @@ func withRepoTops(c Call) Call {
 	cp := *sc
 	cp.Changes = slices.Clone(sc.Changes)
 	for i, rd := range cp.Changes {
-		if !rd.RepoTop || !rd.Target.Static {
+		if !rd.RepoTop {
 			continue
 		}
-		d := rd.Target.Value
-		if !filepath.IsAbs(d) {
-			if c.Dir == "" {
-				continue
-			}
-			d = filepath.Join(c.Dir, d)
+		d, ok := absTarget(rd, c.Dir)
+		if !ok {
+			continue
 		}
 		if top := workTreeTop(d); top != "" {
 			cp.Changes[i].Target = shell.Word{Value: top, Static: true, Reading: top, Glob: top}
@@ -1186,6 +1183,23 @@ func withRepoTops(c Call) Call {
 	}
 	c.sh = &cp
 	return c
+}
+
+// absTarget returns change rd's target as an absolute path, a relative
+// one read from dir; false when the target is known only when the
+// command runs, or is relative and dir unknown.
+func absTarget(rd shell.Redirection, dir string) (string, bool) {
+	if !rd.Target.Static {
+		return "", false
+	}
+	d := rd.Target.Value
+	if filepath.IsAbs(d) {
+		return d, true
+	}
+	if dir == "" {
+		return "", false
+	}
+	return filepath.Join(dir, d), true
 }
 
 // workTreeTop returns the top of the git work tree absolute directory
