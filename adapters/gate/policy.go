@@ -176,11 +176,21 @@ func ParsePolicy(path string, text []byte) (*Policy, error) {
 	return p, nil
 }
 
+// utf8BOM is the UTF-8 byte order mark, which TOML (v1.0.0) does not
+// allow and go-toml refuses as "invalid character … U+00EF":
+// decodePolicy says what it is instead (bomFault).
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+const bomFault = "not valid TOML: the file starts with a UTF-8 byte order mark (EF BB BF), which TOML does not allow; save it without one"
+
 // decodePolicy reads the TOML text into a policyDoc, checking each key's
 // shape itself so that errors speak of the file's keys, not Go types.
 func decodePolicy(path string, text []byte) (policyDoc, error) {
 	var doc policyDoc
 	var raw map[string]any
+	if bytes.HasPrefix(text, utf8BOM) {
+		return doc, &PolicyError{Path: path, Line: 1, Column: 1, Msg: bomFault}
+	}
 	if err := toml.Unmarshal(text, &raw); err != nil {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {

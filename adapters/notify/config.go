@@ -215,6 +215,13 @@ type ruleDoc struct {
 	Sinks []string `toml:"sinks"`
 }
 
+// utf8BOM is the UTF-8 byte order mark, which TOML (v1.0.0) does not
+// allow and go-toml refuses as "invalid character … U+00EF": Parse says
+// what it is instead (bomFault).
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+const bomFault = "not valid TOML: the file starts with a UTF-8 byte order mark (EF BB BF), which TOML does not allow; save it without one"
+
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_-]{1,40}$`) })
 
 // Parse reads notify.toml's text (path names it in errors). A fault is a
@@ -225,6 +232,9 @@ var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^
 // An empty file is a config with no rules.
 func Parse(path string, text []byte) (Config, error) {
 	var doc fileDoc
+	if bytes.HasPrefix(text, utf8BOM) {
+		return Config{}, &ConfigError{Path: path, Line: 1, Column: 1, Msg: bomFault}
+	}
 	d := toml.NewDecoder(bytes.NewReader(text))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&doc); err != nil {

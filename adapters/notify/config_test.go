@@ -85,6 +85,7 @@ func TestParse_Faults(t *testing.T) {
 	hook := "[sinks.h]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\n"
 	for _, tc := range []struct{ name, text, want string }{
 		{"syntax", "[[rule]]\non = waiting\n", "notify.toml:2:6: not valid TOML"},
+		{"byte order mark", "\uFEFF" + hook, "notify.toml:1:1: not valid TOML: the file starts with a UTF-8 byte order mark"},
 		{"unknown key", hook + "[[rule]]\non = \"waiting\"\nsink = [\"h\"]\n", "notify.toml:6:1: unknown key rule.sink: want name, on, after, usd or sinks"},
 		{"unknown sink key", "[sinks.h]\ntype = \"desktop\"\ncolour = 1\n", "notify.toml:3:1: unknown key sinks.h.colour"},
 		{"wrong type", hook + "[[rule]]\non = \"waiting\"\nafter = \"2m\"\nsinks = [\"h\"]\n", "notify.toml:6:9: rule.after: want a whole number, not a string"},
