@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"maps"
 	"net/url"
 	"os"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 )
 
 // typeFault matches go-toml's (v2) error for a value of the wrong type,
@@ -435,24 +437,20 @@ func keyIn(lines []string, hl int, key string) (int, int) {
 
 // Load reads and parses the file at path. It returns ok false, no error,
 // when there is no file. Its errors are Parse's and a *ConfigError for a
-// file that cannot be read or is over MaxFile.
+// file that cannot be read, is over MaxFile, or is not a regular file
+// (a FIFO, a device, a directory: refused without opening it for a read
+// that could block, as hookspool.ReadRegular reads).
 func Load(path string) (cfg Config, ok bool, err error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := hookspool.ReadRegular(path, MaxFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return Config{}, false, nil
-	}
-	if err != nil {
-		return Config{}, true, &ConfigError{Path: path, Msg: err.Error()}
-	}
-	defer f.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(io.LimitReader(f, MaxFile+1)); err != nil {
-		return Config{}, true, &ConfigError{Path: path, Msg: err.Error()}
-	}
-	if b.Len() > MaxFile {
+	case errors.Is(err, hookspool.ErrFileTooLarge):
 		return Config{}, true, &ConfigError{Path: path, Msg: fmt.Sprintf("over %d bytes", MaxFile)}
+	case err != nil:
+		return Config{}, true, &ConfigError{Path: path, Msg: strings.TrimPrefix(err.Error(), path+": ")}
 	}
-	cfg, err = Parse(path, b.Bytes())
+	cfg, err = Parse(path, b)
 	return cfg, true, err
 }
 

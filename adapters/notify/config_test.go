@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,5 +210,58 @@ func TestParse_README(t *testing.T) {
 	}
 	if len(kinds) != len(notify.Kinds) || len(types) != 3 {
 		t.Errorf("the README's example shows rule kinds %v and sink types %v, want every one", kinds, types)
+	}
+}
+
+// TestWatch_NotARegularFile: a FIFO, a device or a directory at
+// notify.toml is refused at once, naming what it is, without a read that
+// would block the watch (and serve's start) for good; a regular file
+// put in its place later is taken up.
+func TestWatch_NotARegularFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, want string
+		make       func(path string) error
+	}{
+		{"fifo", "(a FIFO)", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"device", "(a character device)", func(p string) error { return os.Symlink("/dev/zero", p) }},
+		{"directory", "(a directory)", func(p string) error { return os.Mkdir(p, 0o700) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name, notify.File)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.make(path); err != nil {
+				t.Fatal(err)
+			}
+			var said []string
+			w := &notify.Watch{Path: path, Say: func(format string, args ...any) { said = append(said, fmtLine(format, args...)) }}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if cfg, _ := w.Check(); cfg != nil {
+					t.Errorf("a config from %s", tc.name)
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Check of %s has not returned after 10 s", tc.name)
+			}
+			if len(said) != 1 || !strings.Contains(said[0], "ERROR: "+path+": not a regular file "+tc.want) {
+				t.Errorf("said: %q, want one ERROR naming %s", said, tc.want)
+			}
+			if err := os.RemoveAll(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(goodConfig), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if cfg, changed := w.Check(); cfg == nil || !changed {
+				t.Errorf("the regular file put in its place: %v, %v", cfg, changed)
+			}
+		})
 	}
 }
