@@ -458,6 +458,10 @@ type ServeInfo struct {
 	// runs its HTTP surface, such as "http://127.0.0.1:7070/"; "" when
 	// it runs none (--http off).
 	Board string `json:"board,omitempty"`
+	// Reader is serve --role reader, a follower of another server's
+	// log: it takes no hooks and delivers no spool, so a hook on its
+	// data dir delivers nothing and keeps nothing (see hookfast).
+	Reader bool `json:"reader,omitempty"`
 }
 
 // ReadServeInfo returns the running server's serve.json; false when it

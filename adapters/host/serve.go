@@ -389,6 +389,11 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		n, _ := filepath.Glob(filepath.Join(dd.Path("spool"), "*.json"))
 		return len(n)
 	}
+	if n := svc.Spooled(); cfg.Reader && n > 0 {
+		// Kept before this data dir was a reader's, or by a hook that
+		// ran before serve.json said so: a reader delivers none.
+		say("WARN: the spool %s holds %s, which this serve never delivers: a reader takes no hooks (point the hooks that kept them at the data dir of the serve that appends to the log)", dd.Path("spool"), term.Plural(n, "hook payload"))
+	}
 	var in *api.Intake
 	if !cfg.Reader {
 		// Opened before any verb is served: hooks taken before a stop
@@ -504,7 +509,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 			Undeliverable: func(s notify.Sink) string { return notify.Undeliverable(s, web != nil) }}
 		nw.Check()
 	}
-	si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: cfg.Workers}
+	si := datadir.ServeInfo{URL: url, API: prefix, PID: os.Getpid(), Started: time.Now().UTC(), Workers: cfg.Workers, Reader: cfg.Reader}
 	if cfg.Workers > 0 {
 		si.SandboxAllow = cfg.SandboxAllow
 	}

@@ -74,6 +74,29 @@ func TestFollowerStopped_NoLogStartedThere(t *testing.T) {
 	if out, err := run("", "sessions", "--data", follower); err == nil || !strings.Contains(out, "pass --creds FILE") || strings.Contains(out, "waiting") {
 		t.Errorf("logbook sessions on a running follower's data dir without credentials: %v\n%s\nwant an error saying to pass --creds, with no wait", err, out)
 	}
+	// A hook pointed at the follower's data dir delivers nothing (a
+	// reader takes no hooks) and keeps nothing (it never delivers a
+	// spool): it exits 1 saying so, whatever its credentials, from
+	// logbook and from logbook-hook, with the spool empty or not.
+	hook := `{"session_id":"misdirected","hook_event_name":"SessionStart","cwd":"/tmp","source":"startup"}`
+	hookBin := hookBuild(t, bin)
+	for _, args := range [][]string{
+		{bin, "hook", "claude", "--data", follower},
+		{bin, "hook", "claude", "--data", follower, "--creds", filepath.Join(origin, "creds-reader.json")},
+		{bin, "hook", "claude", "--data", follower, "--creds", filepath.Join(origin, "creds-writer.json")},
+		{bin, "hook", "codex", "--data", follower},
+		{hookBin, "claude", "--data", follower},
+	} {
+		c := exec.Command(args[0], args[1:]...)
+		c.Stdin = strings.NewReader(hook)
+		out, err := c.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "is a follower's (its serve runs --role reader") {
+			t.Errorf("%s on a running follower's data dir: %v\n%s\nwant exit 1 saying it is a follower's", strings.Join(args, " "), err, out)
+		}
+		if kept, _ := filepath.Glob(filepath.Join(follower, "spool", "*.json")); len(kept) > 0 {
+			t.Errorf("%s kept %s in the follower's spool", strings.Join(args, " "), kept)
+		}
+	}
 	stop(f)
 
 	for _, args := range [][]string{
@@ -90,9 +113,31 @@ func TestFollowerStopped_NoLogStartedThere(t *testing.T) {
 		}
 	}
 
-	f = start(followArgs...)
+	// A payload kept in the spool before (by a hook that ran while no
+	// serve did) is never delivered by a reader: its start says so.
+	if err := os.MkdirAll(filepath.Join(follower, "spool"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(follower, "spool", "01KKKKKKKKKKKKKKKKKKKKKKKK.json"), []byte(`{"session_id":"misdirected","hook_event_name":"SessionStart"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "follower.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	f = exec.Command(bin, followArgs...)
+	f.Stdout, f.Stderr = logFile, logFile
+	sandboxtest.DieWithTest(f)
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
 	defer stop(f)
 	if !sessionsSeen() {
 		t.Fatal("the follower started again does not list the origin's session")
+	}
+	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), `level=WARN msg="the spool `+filepath.Join(follower, "spool")+" holds 1 hook payload, which this serve never delivers") {
+		t.Errorf("the follower's start with a payload in its spool:\n%s\nwant a WARN that it is never delivered", b)
 	}
 }

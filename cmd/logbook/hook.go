@@ -123,6 +123,11 @@ func recordHook(ctx context.Context, g *globals, name string, payload []byte, pr
 			}
 		}()
 	}
+	if hookfast.ReaderDataDir(string(dd)) {
+		// Neither delivered (a reader takes no hooks) nor kept (it never
+		// delivers a spool): said, exit 1.
+		return fmt.Errorf("%s: %s", name, hookfast.ReaderDataDirMessage(string(dd)))
+	}
 	r := hookrecord.Recorder{
 		Spool: dd.path("spool"), MaxPayload: maxHookPayload, Timeout: hookTimeout, Warn: g.stderr,
 		Rules: func() (*claude.Redactor, error) {

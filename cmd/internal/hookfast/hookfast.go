@@ -252,6 +252,10 @@ func Main(args []string, stdin io.Reader, stderr io.Writer, logbook string) int 
 			return handOver(args, payload, stderr, logbook, nil)
 		}
 	}
+	if ReaderDataDir(dir) {
+		fmt.Fprintf(stderr, "logbook-hook: %s\n", ReaderDataDirMessage(dir))
+		return 1
+	}
 	if perr := sp.PutAs(id, prepared, agent); perr != nil {
 		fmt.Fprintf(stderr, "logbook-hook: %v\n", hookspool.NotRecorded(err, perr))
 		return 1
@@ -410,11 +414,40 @@ const maxSmallFile = 64 << 10
 // serverNamed reports whether data dir dir has a serve.json naming a
 // server's URL, as a running `logbook serve` leaves it.
 func serverNamed(dir string) bool {
+	named, _ := serveJSON(dir)
+	return named
+}
+
+// serveJSON reads data dir dir's serve.json: named, it names a server's
+// URL, as a running `logbook serve` leaves it; reader, that server is
+// serve --role reader (datadir.ServeInfo.Reader), which takes no hooks
+// and never delivers the spool.
+func serveJSON(dir string) (named, reader bool) {
 	var si struct {
-		URL string `json:"url"`
+		URL    string `json:"url"`
+		Reader bool   `json:"reader"`
 	}
 	b, err := hookspool.ReadRegular(filepath.Join(dir, "serve.json"), maxSmallFile)
-	return err == nil && json.Unmarshal(b, &si) == nil && si.URL != ""
+	if err != nil || json.Unmarshal(b, &si) != nil || si.URL == "" {
+		return false, false
+	}
+	return true, si.Reader
+}
+
+// ReaderDataDir reports whether data dir dir is that of a running serve
+// --role reader (its serve.json says so), where a hook must neither
+// deliver nor spool (ReaderDataDirMessage).
+func ReaderDataDir(dir string) bool {
+	_, reader := serveJSON(dir)
+	return reader
+}
+
+// ReaderDataDirMessage is what a hook says, exit 1, keeping nothing, on
+// the data dir of a serve --role reader: that serve follows another
+// server's log, takes no hooks and never delivers a spool, so a payload
+// kept there would wait for good.
+func ReaderDataDirMessage(dir string) string {
+	return fmt.Sprintf("the payload was not delivered nor kept: the data dir %s is a follower's (its serve runs --role reader, which takes no hooks and never delivers a spool); point the hook's --data at the data dir of the serve that appends to the log", dir)
 }
 
 // errRefused is the server refusing the payload as bad input.
