@@ -68,7 +68,8 @@ new entry. It never blocks the agent:
 it exits 0 whether or not the server took the payload, and 1 (a
 non-blocking error for Claude Code) only for a payload it cannot use,
 which it keeps aside, redacted, in the spool's rejected/ folder with the
-reason. A payload over 256 KiB has each of its strings cut to 4 KiB
+reason, and for one it can neither deliver nor keep (a full disk, or the
+data dir of a serve --role reader, which takes no hooks). A payload over 256 KiB has each of its strings cut to 4 KiB
 (its original size and SHA-256 are recorded); an id or name over 256
 bytes, a path over 4096, or a session_id or agent_id with a byte outside
 [A-Za-z0-9_-] (it names the log's session aggregate), is refused.`,
