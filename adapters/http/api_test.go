@@ -335,6 +335,9 @@ func TestGuard(t *testing.T) {
 	e.do("GET", "/metrics", "", nil, 401, &ae)
 	// A page elsewhere cannot post: not as a form, not from its origin.
 	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"text/plain"}}, 400, &ae)
+	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"application/jsonp"}}, 400, &ae)
+	// A media type's name is case-insensitive (RFC 9110).
+	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"Application/JSON; charset=UTF-8"}}, 200, nil)
 	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Origin": {"http://evil.example"}}, 403, &ae)
 	// DNS rebinding: a loopback server answers loopback names only.
 	e.do("GET", "/v1/sessions", "", http.Header{"Authorization": {"Bearer r-token"}, "Host": {"evil.example:7070"}}, 200, nil)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -265,7 +266,10 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 			// Best effort: a writer without deadlines (a test's recorder)
 			// reads as before.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
-			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			// A media type's name is case-insensitive (RFC 9110 8.3.1):
+			// "Application/JSON; charset=utf-8" is JSON, and
+			// "application/jsonx" is not.
+			if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 				s.fail(w, r, fmt.Errorf("%w: Content-Type %q: want application/json", errBadRequest, ct))
 				return
 			}
@@ -479,4 +483,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // errNotFound reports a path no endpoint answers.
 func errNotFound(path string) error {
 	return fmt.Errorf("%w: no endpoint %s (see /v1/openapi.json)", events.ErrNotFound, path)
+}
+
+// isJSON reports whether ct, a Content-Type header's value, names the
+// media type application/json, in any case, with or without parameters.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }

@@ -342,5 +342,6 @@ func TestStream_HeartbeatAndBadStart(t *testing.T) {
 	}
 	var ae apiError
 	e.get("/v1/stream?after=-1", 400, &ae)
+	e.get("/v1/stream?after=4611686018427387905", 400, &ae) // 2^62 + 1, past what /v1/events takes too
 	e.do("GET", "/v1/stream", "", http.Header{"Last-Event-ID": {"x"}}, 400, &ae)
 }
