@@ -97,6 +97,23 @@ func TestFollowerStopped_NoLogStartedThere(t *testing.T) {
 			t.Errorf("%s kept %s in the follower's spool", strings.Join(args, " "), kept)
 		}
 	}
+	// A gated call there is denied at once, saying where the gate is,
+	// and nothing is kept.
+	pre := `{"session_id":"misdirected","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1","cwd":"/tmp"}`
+	for _, args := range [][]string{
+		{bin, "hook", "claude", "--gate", "--budget", "1m", "--data", follower},
+		{hookBin, "claude", "--gate", "--budget", "1m", "--data", follower},
+	} {
+		c := exec.Command(args[0], args[1:]...)
+		c.Stdin = strings.NewReader(pre)
+		out, err := c.Output()
+		if err != nil || !strings.Contains(string(out), `"permissionDecision":"deny"`) || !strings.Contains(string(out), "is a follower's") {
+			t.Errorf("%s on a running follower's data dir: %v\n%s\nwant a deny saying it is a follower's", strings.Join(args, " "), err, out)
+		}
+		if kept, _ := filepath.Glob(filepath.Join(follower, "spool", "*.json")); len(kept) > 0 {
+			t.Errorf("%s kept %s in the follower's spool", strings.Join(args, " "), kept)
+		}
+	}
 	stop(f)
 
 	for _, args := range [][]string{

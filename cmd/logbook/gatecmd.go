@@ -176,6 +176,11 @@ func gateAsk(ctx context.Context, g *globals, payload []byte, budget time.Durati
 	if err != nil {
 		return gate.Verdict{}, err
 	}
+	if hookfast.ReaderDataDir(string(dd)) {
+		// A reader has no gate, and its spool is never delivered: a
+		// deny that says where the gate is, nothing kept.
+		return gate.Verdict{}, errors.New(hookfast.ReaderDataDirMessage(string(dd)))
+	}
 	a := &hookgate.Asker{
 		SpoolDir:   dd.path("spool"),
 		MaxPayload: maxHookPayload,
