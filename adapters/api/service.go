@@ -802,6 +802,11 @@ type StatusReply struct {
 	// the disk is freed, and which a read's answer then says it does
 	// not show (Stale).
 	AppendsPausedSince *time.Time `json:"appends_paused_since,omitempty"`
+	// LogMissing names the messages the log's stream lost, as serve's
+	// walk of the whole log at its start found them (natslog.Missing:
+	// how many, and the first sequences); "" when it found none or has
+	// not finished.
+	LogMissing string `json:"log_missing,omitempty"`
 }
 
 // IsInputError reports an error about the input itself, which no retry
