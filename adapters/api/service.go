@@ -769,12 +769,22 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 }
 
 // Verify answers VerbVerify: replay.Verify of the live store, with the
-// events the log left out as unattested (Unattested) and, when the log
-// is signed and read unjudged, its signing.began (SignedUnjudged).
+// events the log left out as unattested (Unattested), when the log
+// is signed and read unjudged, its signing.began (SignedUnjudged), and
+// the messages its stream lost (Missing, from a walk of the whole
+// stream: natslog.Log.FindMissing).
 func (s *Service) Verify(ctx context.Context, _ []byte) (any, error) {
 	r, err := replay.Verify(ctx, s.Log, s.Store)
 	if err == nil && s.Unattested != nil {
 		r.Unattested = s.Unattested()
+	}
+	if l, ok := s.Log.(interface {
+		FindMissing(context.Context) (natslog.Missing, error)
+	}); ok && err == nil {
+		var m natslog.Missing
+		if m, err = l.FindMissing(ctx); err == nil && !m.Whole() {
+			r.Missing, r.MissingSeqs, r.MissingText = m.Count, m.Seqs, m.String()
+		}
 	}
 	if l, ok := s.Log.(interface {
 		SignedUnjudged(context.Context) (uint64, error)
