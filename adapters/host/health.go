@@ -39,19 +39,21 @@ func (h *LogHealth) Missing(m natslog.Missing) {
 }
 
 // CheckWhole walks the whole log l once (natslog.Log.FindMissing) and,
-// when its stream lost messages, says so at ERROR through say, naming
+// when its stream lost more messages than a start accepted (accepted:
+// stream.json's gone, after serve --accept-stream-loss, whose later
+// starts are quiet), says so at ERROR through say, naming
 // how many and the first sequences and pointing to `logbook verify`,
 // and records it in h. serve goes on: the rest of the log is good. The
 // server's own counts miss a message damaged in place, so serve's check
 // at start (OpenViews) cannot see one; this read does, while serve
 // runs. A walk that fails is said at WARN; one ctx ended says nothing.
-func (h *LogHealth) CheckWhole(ctx context.Context, l *natslog.Log, say func(format string, args ...any)) {
+func (h *LogHealth) CheckWhole(ctx context.Context, l *natslog.Log, accepted uint64, say func(format string, args ...any)) {
 	m, err := l.FindMissing(ctx)
 	switch {
 	case ctx.Err() != nil:
 	case err != nil:
 		say("WARN: the walk of the whole log for lost messages stopped: %v", err)
-	case !m.Whole():
+	case m.Count > accepted:
 		h.Missing(m)
 		say("ERROR: %s (lost under its server: a block file damaged or cut short); folds, replays and tails pass over them, and a session whose last event one was lacks it%s", m, natslog.VerifyHint)
 	}

@@ -84,7 +84,11 @@ func (l Loops) Add(ctx context.Context, grp *run.Group) (natslog.Identity, error
 	})
 	Actor(ctx, grp, func(ctx context.Context) error { return l.Log.WatchStream(ctx, sid, time.Second) })
 	Actor(ctx, grp, func(ctx context.Context) error {
-		l.Health.CheckWhole(ctx, l.Log, l.Say)
+		var accepted uint64
+		if rec, have, err := l.Dir.ReadStreamRecord(); err == nil && have {
+			accepted = rec.Gone
+		}
+		l.Health.CheckWhole(ctx, l.Log, accepted, l.Say)
 		<-ctx.Done()
 		return nil
 	})
