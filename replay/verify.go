@@ -35,6 +35,15 @@ type Report struct {
 	// pins the key leaves out, so equal hashes here vouch for nothing
 	// they agree on.
 	SignedUnjudged uint64 `json:"signed_unjudged,omitempty"`
+	// Missing is how many sequences, up to the log's last, its stream no
+	// longer holds (lost under the server), and MissingSeqs the first of
+	// them (filled in by a caller whose log can walk its stream). Any
+	// makes the check fail: a fold passes over a lost message without a
+	// word, so equal hashes do not show one.
+	Missing     uint64   `json:"missing,omitempty"`
+	MissingSeqs []uint64 `json:"missing_seqs,omitempty"`
+	// MissingText says the same for a person (natslog.Missing's text).
+	MissingText string `json:"missing_text,omitempty"`
 }
 
 // Diff is one key whose value differs between two projections.

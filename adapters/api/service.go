@@ -60,6 +60,11 @@ type Service struct {
 	// Unattested, when set, lists the events the log has left out of
 	// every fold as unattested; Verify reports them.
 	Unattested func() []replay.Unattested
+	// AcceptedMissing, when set, returns how many sequences missing from
+	// the stream a start accepted (serve --accept-stream-loss, kept in
+	// stream.json): Verify fails on a walk that finds more, not on
+	// those. Nil: none accepted.
+	AcceptedMissing func() uint64
 	// LogState, when set (serve sets it), says whether the log answers:
 	// while it does not, a read a client allows to be stale
 	// (AllowStale) is answered from the projection as it stands. Nil:
@@ -769,12 +774,27 @@ func (s *Service) Session(ctx context.Context, data []byte) (any, error) {
 }
 
 // Verify answers VerbVerify: replay.Verify of the live store, with the
-// events the log left out as unattested (Unattested) and, when the log
-// is signed and read unjudged, its signing.began (SignedUnjudged).
+// events the log left out as unattested (Unattested), when the log
+// is signed and read unjudged, its signing.began (SignedUnjudged), and
+// the messages its stream lost (Missing, from a walk of the whole
+// stream: natslog.Log.FindMissing) when they are more than a start
+// accepted (AcceptedMissing).
 func (s *Service) Verify(ctx context.Context, _ []byte) (any, error) {
 	r, err := replay.Verify(ctx, s.Log, s.Store)
 	if err == nil && s.Unattested != nil {
 		r.Unattested = s.Unattested()
+	}
+	if l, ok := s.Log.(interface {
+		FindMissing(context.Context) (natslog.Missing, error)
+	}); ok && err == nil {
+		var m natslog.Missing
+		var accepted uint64
+		if s.AcceptedMissing != nil {
+			accepted = s.AcceptedMissing()
+		}
+		if m, err = l.FindMissing(ctx); err == nil && m.Count > accepted {
+			r.Missing, r.MissingSeqs, r.MissingText = m.Count, m.Seqs, m.String()
+		}
 	}
 	if l, ok := s.Log.(interface {
 		SignedUnjudged(context.Context) (uint64, error)
@@ -802,6 +822,11 @@ type StatusReply struct {
 	// the disk is freed, and which a read's answer then says it does
 	// not show (Stale).
 	AppendsPausedSince *time.Time `json:"appends_paused_since,omitempty"`
+	// LogMissing names the messages the log's stream lost, as serve's
+	// walk of the whole log at its start found them (natslog.Missing:
+	// how many, and the first sequences); "" when it found none or has
+	// not finished.
+	LogMissing string `json:"log_missing,omitempty"`
 }
 
 // IsInputError reports an error about the input itself, which no retry

@@ -433,7 +433,9 @@ func SandboxView(env Env) Check {
 // answers. A serve.json whose process is gone (a serve killed, or the
 // machine restarted) is a warning, as no server running is: commands
 // open the data dir themselves. A server that runs and does not answer
-// fails. It waits at most 2 s for the status and 3 s for the log.
+// fails, as does one whose walk of its log found messages its stream
+// lost (api.StatusReply.LogMissing). It waits at most 2 s for the status
+// and 3 s for the log.
 func ServerCheck(ctx context.Context, env Env) Check {
 	c := Check{Name: "server"}
 	dd := env.DataDir
@@ -449,11 +451,13 @@ func ServerCheck(ctx context.Context, env Env) Check {
 		c.Fix = "start one: logbook serve (it replaces the stale file); or remove " + dd.Path("serve.json")
 		return c
 	}
+	var st api.StatusReply
 	if ok {
 		// A serve whose cluster lost its quorum answers from its
 		// projection; opening the log would only wait for a leader.
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := env.Server.Status(sctx)
+		var err error
+		st, err = env.Server.Status(sctx)
 		cancel()
 		if err == nil && st.LogUnavailableSince != nil {
 			c.Status = Warn
@@ -498,6 +502,12 @@ func ServerCheck(ctx context.Context, env Env) Check {
 			c.Detail += "; no " + sock + ": logbook-hook hands each payload to logbook, which is slower (a reader's serve, or an older one, listens on none)"
 			c.Fix = "restart it with this logbook: logbook serve"
 		}
+	}
+	if st.LogMissing != "" {
+		// serve's walk of its log at start found messages gone.
+		c.Status = Fail
+		c.Detail += "; its log is not whole: " + st.LogMissing
+		c.Fix = "run `logbook verify`, which names every lost sequence; restore the data dir's jetstream/ from a copy (with serve stopped) to have them back"
 	}
 	return c
 }

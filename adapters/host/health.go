@@ -27,6 +27,36 @@ type LogHealth struct {
 	mu     sync.Mutex
 	since  time.Time // zero while the log answers
 	why    string    // the last error that said it does not
+	lost   string    // what CheckWhole found missing; "" for nothing
+}
+
+// Missing records m, a walk of the whole log (CheckWhole), for the status
+// reply (api.StatusReply.LogMissing).
+func (h *LogHealth) Missing(m natslog.Missing) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lost = m.String()
+}
+
+// CheckWhole walks the whole log l once (natslog.Log.FindMissing) and,
+// when its stream lost more messages than a start accepted (accepted:
+// stream.json's gone, after serve --accept-stream-loss, whose later
+// starts are quiet), says so at ERROR through say, naming
+// how many and the first sequences and pointing to `logbook verify`,
+// and records it in h. serve goes on: the rest of the log is good. The
+// server's own counts miss a message damaged in place, so serve's check
+// at start (OpenViews) cannot see one; this read does, while serve
+// runs. A walk that fails is said at WARN; one ctx ended says nothing.
+func (h *LogHealth) CheckWhole(ctx context.Context, l *natslog.Log, accepted uint64, say func(format string, args ...any)) {
+	m, err := l.FindMissing(ctx)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		say("WARN: the walk of the whole log for lost messages stopped: %v", err)
+	case m.Count > accepted:
+		h.Missing(m)
+		say("ERROR: %s (lost under its server: a block file damaged or cut short); folds, replays and tails pass over them, and a session whose last event one was lacks it%s", m, natslog.VerifyHint)
+	}
 }
 
 // Failed records err, an error natslog.Unavailable names, as the log not
@@ -115,6 +145,9 @@ func (h *LogHealth) Probe(ctx context.Context, l *natslog.Log, say func(format s
 // is waitIntake's or the log's, other than its being unavailable.
 func (h *LogHealth) StatusReply(ctx context.Context, l *natslog.Log, store *projections.Store, durability string, waitIntake func(context.Context) (time.Time, error)) (api.StatusReply, error) {
 	reply := api.StatusReply{Checkpoint: store.Checkpoint(), Durability: durability}
+	h.mu.Lock()
+	reply.LogMissing = h.lost
+	h.mu.Unlock()
 	if since, why := h.State(); !since.IsZero() {
 		reply.LogUnavailableSince, reply.LogError = &since, why
 		return reply, nil

@@ -49,7 +49,8 @@ type Loops struct {
 // Add adds the loops to grp, each an Actor of ctx: the full-disk watch
 // on the data dir, views, spool (and the embedded store), the log's
 // health probe, the watch on the stream's identity (which ends grp with
-// natslog.ErrStreamLost when the stream is replaced), the projector
+// natslog.ErrStreamLost when the stream is replaced), one walk of the
+// whole log for messages its stream lost (LogHealth.CheckWhole), the projector
 // (RunProjector) and the spool's delivery (DrainSpool, kicked by
 // SpoolKicks; a reader's only waits). It returns the stream's identity, for
 // natslog.Log.StreamLost on grp's result. Errors are the log's and
@@ -82,6 +83,15 @@ func (l Loops) Add(ctx context.Context, grp *run.Group) (natslog.Identity, error
 		return nil
 	})
 	Actor(ctx, grp, func(ctx context.Context) error { return l.Log.WatchStream(ctx, sid, time.Second) })
+	Actor(ctx, grp, func(ctx context.Context) error {
+		var accepted uint64
+		if rec, have, err := l.Dir.ReadStreamRecord(); err == nil && have {
+			accepted = rec.Gone
+		}
+		l.Health.CheckWhole(ctx, l.Log, accepted, l.Say)
+		<-ctx.Done()
+		return nil
+	})
 	Actor(ctx, grp, func(ctx context.Context) error { return RunProjector(ctx, l.Service.Runner, l.Health, l.Say) })
 	kick, stopKick, err := SpoolKicks(l.Service.Spool.Dir(), l.NC)
 	if err != nil {

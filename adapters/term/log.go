@@ -110,6 +110,9 @@ func VerifyReport(w io.Writer, r replay.Report) {
 	} else {
 		fmt.Fprintf(w, "DIFFERENT: %s\n", r)
 	}
+	if r.Missing > 0 {
+		fmt.Fprintf(w, "MISSING: %s (a fold passes over a lost message, the replay's as the live one's: equal hashes do not show it; run `logbook verify`)\n", r.MissingText)
+	}
 	Unattested(w, "UNATTESTED: ", r.Unattested)
 	if r.SignedUnjudged > 0 {
 		fmt.Fprintln(w, Unjudged(r.SignedUnjudged))

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -20,11 +21,26 @@ func newService(b *backend, store *projections.Store) (*api.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.NewService(api.Config{
+	svc, err := api.NewService(api.Config{
 		Log: b.log, Reg: b.reg, Store: store, Parser: parser, Host: host,
 		SpoolDir: b.dd.path("spool"), PartSize: api.PartSize(b.nc), Private: b.dd.private(),
 		Agents: agents(),
 	})
+	if err == nil {
+		svc.AcceptedMissing = func() uint64 { return acceptedMissing(b.dd.dir()) }
+	}
+	return svc, err
+}
+
+// acceptedMissing returns how many sequences missing from the stream a
+// start on dd accepted (stream.json's gone, after serve
+// --accept-stream-loss); 0 when none or there is no record.
+func acceptedMissing(dd datadir.Dir) uint64 {
+	rec, have, err := dd.ReadStreamRecord()
+	if err != nil || !have {
+		return 0
+	}
+	return rec.Gone
 }
 
 // staleSeen keeps the first stale answer a remoteCaller got; its

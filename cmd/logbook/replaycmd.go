@@ -39,7 +39,8 @@ event folded gives; replay names the event that ended the prefix and
 counts the later ones dated at or before the time, left out.
 
 --verify compares the live projection's state hash with a fresh replay's up
-to the live checkpoint and prints both (exit 1 when they differ).
+to the live checkpoint and prints both (exit 1 when they differ), and walks
+the whole stream for messages it lost (exit 1 naming them, equal or not).
 --rederive runs today's session reducer over a session's stored
 observations and reports the first one whose decisions differ from those
 recorded, or an event whose cause names the reconciler that no stored tick
@@ -204,6 +205,9 @@ func replayVerify(ctx context.Context, g *globals) error {
 		}
 		if !r.Equal {
 			return &exitError{code: 1, err: fmt.Errorf("live projection differs from the log")}
+		}
+		if r.Missing > 0 {
+			return &exitError{code: 1, err: fmt.Errorf("the log is not whole: %s", r.MissingText)}
 		}
 		if n := len(r.Unattested); n > 0 {
 			g.shownUnattested = true

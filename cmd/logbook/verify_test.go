@@ -64,6 +64,26 @@ func seqOf(t *testing.T, data, marker string) uint64 {
 	return seq
 }
 
+// flipIn flips one byte of the first message in data's first block file
+// whose body holds marker (found by seqOf; no server may run on data):
+// the server drops that message, unseen until something reads it.
+func flipIn(t *testing.T, data, marker string) {
+	t.Helper()
+	blk := dataDir(data).path("jetstream", "jetstream", "$G", "streams", natslog.StreamName, "msgs", "1.blk")
+	b, err := os.ReadFile(blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte(marker)) // the block holds messages in sequence order
+	if i < 0 {
+		t.Fatalf("%s holds no %s", blk, marker)
+	}
+	b[i] ^= 1
+	if err := os.WriteFile(blk, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // `logbook verify` on a log serve checkpointed: exit 0 and an inclusion
 // proof; after one byte of a block file is flipped with serve stopped,
 // exit 1 naming the sequence of the message the byte was in; a usage
@@ -126,19 +146,7 @@ func TestVerifyCLINamesTheFlippedSequence(t *testing.T) {
 		t.Fatalf("verify with two stored leaves: exit %d:\n%s", code, out)
 	}
 	want := seqOf(t, data, "MARKER-two")
-	blk := dataDir(data).path("jetstream", "jetstream", "$G", "streams", natslog.StreamName, "msgs", "1.blk")
-	b, err := os.ReadFile(blk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := bytes.Index(b, []byte("MARKER-two")) // the block holds messages in sequence order
-	if i < 0 {
-		t.Fatalf("%s holds no MARKER-two", blk)
-	}
-	b[i] ^= 1
-	if err := os.WriteFile(blk, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	flipIn(t, data, "MARKER-two")
 	out, code := verifyCLI(t, data)
 	t.Logf("verify after the flip:\n%s", out)
 	if code != codeError || !strings.Contains(out, "first bad sequence "+strconv.FormatUint(want, 10)+":") {

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLostMessageSaid: a message in the middle of the log, the only one
+// holding its marker, damaged in place while serve is stopped (one byte
+// of its block file flipped) is in none of the server's counts, so
+// serve's check at start passes it. serve then says at ERROR, naming its
+// sequence and `logbook verify`, and goes on (no checkpoint statement
+// covers the message, so no read names it); `replay --verify` prints
+// the hashes equal and still exits 1 naming the sequence; doctor fails
+// its server check naming it.
+func TestLostMessageSaid(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	// No checkpoint is signed while the sessions are appended: a
+	// statement covering the lost message would have reads name it.
+	serve := func() (stop func(), logs *syncBuffer) {
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		logs = &syncBuffer{}
+		go func() {
+			served <- runCLI(ctx, []string{"--data", data, "serve", "--workers", "0", "--checkpoint-every", "1000000", "--checkpoint-interval", "1h"}, strings.NewReader(""), logs, logs)
+		}()
+		waitServer(t, dataDir(data))
+		return func() {
+			cancel()
+			if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatalf("serve: %v\n%s", err, logs.String())
+			}
+		}, logs
+	}
+	stop, logs := serve()
+	promptSession(t, t.Context(), data, "lost-1", "/work/one")
+	stop()
+	if strings.Contains(logs.String(), "lost") {
+		t.Fatalf("serve on a whole log says something is lost:\n%s", logs.String())
+	}
+	// Past serve's last checkpoint (signed as it stopped), a session of
+	// one prompt, imported, and then another.
+	projects := t.TempDir()
+	for i, prompt := range []string{"LOSTMARK-two", "three"} {
+		sid := fmt.Sprintf("5e551011-0000-4000-8000-00000000010%d", i)
+		line := fmt.Sprintf(`{"isSidechain":false,"userType":"external","entrypoint":"cli","cwd":"/work/x","sessionId":%q,"version":"2.1.140","type":"user","uuid":"00000000-0000-4000-8000-00000000010%d","timestamp":"2026-05-01T10:00:01.000Z","message":{"role":"user","content":%q},"promptId":"P1"}`+"\n", sid, i, prompt)
+		if err := os.MkdirAll(filepath.Join(projects, "-work-x"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(projects, "-work-x", sid+".jsonl"), []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cli(t, data, "import", "claude", projects)
+	}
+	seq := seqOf(t, data, "LOSTMARK-two")
+	flipIn(t, data, "LOSTMARK-two")
+	named := fmt.Sprintf("seq %d", seq)
+
+	stop, logs = serve()
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "lost 1 of seq 1..") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve said nothing of the lost message within 10s:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var said string
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "lost 1 of seq 1..") {
+			said = line
+		}
+	}
+	t.Logf("serve: %s", said)
+	if !strings.Contains(said, "level=ERROR") || !strings.Contains(said, named+" ") || !strings.Contains(said, "logbook verify") {
+		t.Errorf("serve's line on the lost message wants ERROR, %q and `logbook verify`:\n%s", named, said)
+	}
+
+	out, errOut, code := cliExit(t, data, "replay", "--verify")
+	t.Logf("replay --verify: exit %d\n%s%s", code, out, errOut)
+	if code != 1 || !strings.Contains(out, "equal\n") || !strings.Contains(out, "MISSING: ") || !strings.Contains(errOut, "not whole") || !strings.Contains(errOut, named) {
+		t.Errorf("replay --verify on a log that lost %s: exit %d, want 1 naming it:\n%s%s", named, code, out, errOut)
+	}
+	out, _, _ = cliExit(t, data, "--json", "replay", "--verify")
+	if !strings.Contains(out, `"missing": 1`) || !strings.Contains(out, fmt.Sprintf(`"missing_seqs": [
+    %d
+  ]`, seq)) {
+		t.Errorf("replay --verify --json names no missing seq %d:\n%s", seq, out)
+	}
+
+	out, _, _ = cliExit(t, data, "doctor")
+	var line string
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, "server ") {
+			line = l
+		}
+	}
+	if !strings.HasPrefix(line, "fail") || !strings.Contains(line, "not whole") || !strings.Contains(line, named) || !strings.Contains(out, "logbook verify") {
+		t.Errorf("doctor's server check on a log that lost %s wants a failure naming it:\n%s", named, out)
+	}
+}
