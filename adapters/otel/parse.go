@@ -174,14 +174,15 @@ func (p *Parser) item(what, name, agent string, a attrs, at time.Time, raw []byt
 		return Item{}, fmt.Errorf("%s %s: attribute %s: %w: want a string, got %s", what, name, sessionKey, events.ErrMalformed, v.Type())
 	}
 	sid := v.Str()
-	var err error
-	if agent == AgentClaude {
+	// A subagent's reports carry its parent's session id: one of a
+	// subagent's shape ("agent-<id>") would make a session that takes in
+	// the subagent's hooks, whoever its parent is.
+	err := events.ValidOwnSessionID(sid)
+	if err == nil && agent == AgentClaude {
 		it.Agg, err = hookspool.SessionAggregate(sid, "")
-	} else {
+	} else if err == nil {
 		it.Agg = events.Aggregate{Kind: events.KindSession, ID: sid}
-		if err = events.ValidID(sid); err == nil {
-			err = it.Agg.Validate()
-		}
+		err = it.Agg.Validate()
 	}
 	if err != nil {
 		return Item{}, fmt.Errorf("%s %s: attribute %s: %w", what, name, sessionKey, err)
