@@ -88,3 +88,33 @@ func TestReceiver_SubagentSessionIDRefused(t *testing.T) {
 		t.Errorf("session agent-zzz: parent %q, agent id %q; want realparent1's zzz", st.Parent, st.AgentID)
 	}
 }
+
+// TestReceiver_RepeatedAttributeRefused: a record that gives an
+// attribute twice ("session.id" as ot1, then ot9), in its own
+// attributes at any depth or in its resource's, is refused and named in
+// the partial success: a reader would take one value and its raw copy
+// keep the other. Nothing of it is appended; a good record beside it is.
+func TestReceiver_RepeatedAttributeRefused(t *testing.T) {
+	t.Parallel() // its own log and receiver
+	l, _, url := newReceiver(t)
+	n, msg := postLogs(t, url, nil,
+		otlpRecord("claude_code.user_prompt", otlpStr("session.id", "ot1"), otlpStr("prompt", "hi"), otlpStr("session.id", "ot9")),
+		otlpRecord("claude_code.user_prompt", otlpStr("session.id", "ot2"), `{"key":"m","value":{"kvlistValue":{"values":[`+otlpStr("a", "1")+","+otlpStr("a", "2")+`]}}}`),
+		otlpRecord("claude_code.user_prompt", otlpStr("session.id", "ot3"), otlpStr("prompt", "hi")))
+	if want := `2 log records refused; first: resourceLogs[0].scopeLogs[0].logRecords[0]: event claude_code.user_prompt: attribute "session.id": duplicate key: given more than once`; n != 2 || msg != want {
+		t.Errorf("partial success %d %q, want 2 %q", n, msg, want)
+	}
+	n, msg = postLogs(t, url, []string{otlpStr("service.name", "claude-code"), otlpStr("service.name", "web")},
+		otlpRecord("claude_code.user_prompt", otlpStr("session.id", "ot4"), otlpStr("prompt", "hi")))
+	if n != 1 || !strings.Contains(msg, `resource attribute "service.name": duplicate key`) {
+		t.Errorf("a resource's repeated attribute: partial success %d %q", n, msg)
+	}
+	for _, id := range []string{"ot1", "ot9", "ot2", "ot4"} {
+		if _, recs := fold(t, l, id); len(recs) != 0 {
+			t.Errorf("session %s: %d events", id, len(recs))
+		}
+	}
+	if st, _ := fold(t, l, "ot3"); !st.Exists() {
+		t.Error("the good record beside them started no session")
+	}
+}
