@@ -213,8 +213,9 @@ func hookAggregate(o events.Observation) (events.Aggregate, error) {
 }
 
 // sessionIDOf returns the sessionId the lines of the transcript at path
-// carry (the first one among its first lines), or "" if none does or the
-// file cannot be read (its import says why). Claude Code names a
+// carry (the first one among its first lines that can name a session of
+// its own, events.ValidOwnSessionID), or "" if none does or the file
+// cannot be read (its import says why). Claude Code names a
 // transcript after its session, but a copied or renamed file keeps its
 // identity this way. The file is opened as an import opens it, checked
 // against the Ingester's private dirs.
@@ -227,7 +228,7 @@ func (in *Ingester) sessionIDOf(path string) string {
 	type line struct {
 		SessionID string `json:"sessionId"`
 	}
-	v, _ := ingest.FirstOf(f, path, func(v line) bool { return v.SessionID != "" && events.ValidID(v.SessionID) == nil })
+	v, _ := ingest.FirstOf(f, path, func(v line) bool { return v.SessionID != "" && events.ValidOwnSessionID(v.SessionID) == nil })
 	return v.SessionID
 }
 
@@ -288,6 +289,13 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 			if id != "" {
 				sid = id
 			}
+		}
+		// A session of a subagent's name ("agent-<id>", from a file so
+		// named whose lines name no other session) would take in that
+		// subagent's reports, whoever its parent is: refused, before
+		// anything of the transcript or its subagents is appended.
+		if err := events.ValidOwnSessionID(sid); errors.Is(err, events.ErrSubagentID) {
+			return nil, fmt.Errorf("%s: session id: %w; the file is named so, and no line of it names the session it belongs to (a subagent's lines name their parent's): a subagent's transcript is imported from its parent's subagents directory (<session>/subagents/agent-<id>.jsonl)", t.Path, err)
 		}
 	}
 	// Subagents first: a subagent's lines were written before its parent

@@ -255,6 +255,49 @@ func TestImportTranscript_SharedSession(t *testing.T) {
 	}
 }
 
+// TestImportTranscript_SubagentSessionID: a transcript whose lines name
+// a session of a subagent's shape ("agent-abc") is imported as one whose
+// sessionId is no session id: into the session its file name gives,
+// the id not recorded; one named agent-abc.jsonl whose lines name no
+// other session is refused naming the file, nothing appended. A
+// sidechain file named agent-<id>.jsonl whose lines name their session
+// goes to that session, as before.
+func TestImportTranscript_SubagentSessionID(t *testing.T) {
+	t.Parallel()
+	l := ingesttest.OpenLog(t)
+	in := newTestIngester(t, l)
+	dir := t.TempDir()
+	lines := func(sid string) []string {
+		return []string{strings.ReplaceAll(fxUser("u1", "", "one"), `"s-1"`, `"`+sid+`"`), strings.ReplaceAll(fxAssistant("a1", "u1", "two"), `"s-1"`, `"`+sid+`"`)}
+	}
+	ingesttest.AppendFile(t, filepath.Join(dir, "copy.jsonl"), lines("agent-abc")...)
+	ingesttest.AppendFile(t, filepath.Join(dir, "agent-abc.jsonl"), lines("agent-abc")...)
+	ingesttest.AppendFile(t, filepath.Join(dir, "agent-side1.jsonl"), lines("s-2")...)
+	ts, err := Discover(dir)
+	if err != nil || len(ts) != 3 {
+		t.Fatalf("discover: %+v, %v", ts, err)
+	}
+	for _, tr := range ts {
+		_, err := in.ImportTranscript(t.Context(), tr, nil)
+		name := filepath.Base(tr.Path)
+		if want := tr.Path + `: session id: events: malformed event: id "agent-abc" begins with "agent-", which names a subagent's session`; name == "agent-abc.jsonl" && (err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, events.ErrSubagentID)) {
+			t.Errorf("%s: %v, want %s", name, err, want)
+		}
+		if name != "agent-abc.jsonl" && err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if st := ingesttest.StateOf(t, l, "copy"); st.Lines != 2 || st.AgentSessionID != "" {
+		t.Errorf("session copy: %d lines, agent session id %q; want 2 lines, none", st.Lines, st.AgentSessionID)
+	}
+	if st := ingesttest.StateOf(t, l, "agent-abc"); st.Exists() || st.Lines != 0 {
+		t.Errorf("session agent-abc: %+v", st)
+	}
+	if st := ingesttest.StateOf(t, l, "s-2"); st.Lines != 2 {
+		t.Errorf("the sidechain file's session s-2: %d lines, want 2", st.Lines)
+	}
+}
+
 func TestDiscover_SymlinkedRoot(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

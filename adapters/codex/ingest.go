@@ -78,7 +78,8 @@ var uuidTail = sync.OnceValue(func() *regexp.Regexp {
 
 // SessionOf returns the session aggregate of the rollout at path: the
 // id of its first line when that is a session_meta (or a legacy header)
-// with a valid id, else the thread id in its file name, else the file's
+// with a valid id (events.ValidOwnSessionID: never a subagent's
+// "agent-<id>"), else the thread id in its file name, else the file's
 // name mapped onto the characters an aggregate id may hold.
 func SessionOf(path string) events.Aggregate {
 	l, err := ingest.FirstLine(path)
@@ -106,7 +107,7 @@ func sessionOf(path string, l ingest.Line, err error) events.Aggregate {
 			}
 		}
 	}
-	if id == "" || events.ValidID(id) != nil {
+	if id == "" || events.ValidOwnSessionID(id) != nil {
 		if m := uuidTail().FindStringSubmatch(filepath.Base(path)); m != nil {
 			id = m[1]
 		} else {
@@ -177,6 +178,11 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 	}
 	if err := agg.Validate(); err != nil {
 		return ingest.FileResult{Path: path}, fmt.Errorf("%s: session id: %w", path, err)
+	}
+	if err := events.ValidOwnSessionID(agg.ID); err != nil {
+		// Named after its file, "agent-<id>.jsonl": a session of a
+		// subagent's name would take in that subagent's reports.
+		return ingest.FileResult{Path: path}, fmt.Errorf("%s: session id: %w, and its first line names no other session", path, err)
 	}
 	in.mu.Lock()
 	st := in.states[path].Clone()

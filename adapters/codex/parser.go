@@ -924,9 +924,10 @@ func parseNotify(b []byte) (events.Observation, error) {
 	if o.Meta.SessionID == "" {
 		return o, &NotifyError{Field: "thread-id", Err: ingest.ErrMissingField}
 	}
-	if err := events.ValidID(o.Meta.SessionID); err != nil {
+	if err := events.ValidOwnSessionID(o.Meta.SessionID); err != nil {
 		// A string of the right type whose characters cannot name the
-		// session: said as the claude hook says it of session_id.
+		// session, or one of a subagent's shape ("agent-<id>"): said as
+		// the claude hook says it of session_id.
 		return o, &NotifyError{Field: "thread-id", Err: err}
 	}
 	o.Meta.Cwd = t.str("cwd")
@@ -957,7 +958,8 @@ func parseNotify(b []byte) (events.Observation, error) {
 // ingest.ErrDuplicateKey (a member named twice in one object, at any
 // depth), ingest.ErrMissingField, ingest.ErrFieldType, events.ErrMalformed
 // (a thread-id that cannot name a session: a byte outside [A-Za-z0-9_-],
-// or over events.MaxIDLen bytes) or ingest.ErrSecretID (a thread-id or
+// over events.MaxIDLen bytes, or beginning with "agent-", a subagent's
+// session's, events.ErrSubagentID) or ingest.ErrSecretID (a thread-id or
 // turn-id that a redaction rule matches).
 type NotifyError struct {
 	Field string // the offending field, if any

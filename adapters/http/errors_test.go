@@ -136,7 +136,21 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 		body, status, want string
 	}{
 		{`{"harness":"agent","id":"x1","session":"sub1","kind":"k","signals":[{"kind":"session_end"}]}`, "400", `session "agent-sub1": a Claude Code subagent's session is "agent-" and its agent_id`},
-		{`{"harness":"h","id":"x3","session":"B","kind":"k","meta":{"agent":"claude-code"},"signals":[{"kind":"session_start"}]}`, "400", `meta.agent "claude-code": the agent Logbook reads itself`},
+		{`{"harness":"h","id":"x3","session":"B","kind":"k","meta":{"agent":"claude-code"},"signals":[{"kind":"session_start"}]}`, "400", `meta.agent "claude-code": reads as claude-code, an agent Logbook reads itself`},
+		// Spelled so that a person reads the same name: case, spaces,
+		// another separator, fullwidth or look-alike letters, a
+		// zero-width space.
+		{`{"harness":"h","id":"x4","session":"B","kind":"k","meta":{"agent":"Claude-Code"},"signals":[{"kind":"session_start"}]}`, "400", `meta.agent "Claude-Code": reads as claude-code`},
+		{`{"harness":"h","id":"x5","session":"B","kind":"k","meta":{"agent":" codex "},"signals":[{"kind":"session_start"}]}`, "400", `meta.agent " codex ": reads as codex`},
+		{`{"harness":"h","id":"x6","session":"B","kind":"k","meta":{"agent":"claude_code"},"signals":[{"kind":"session_start"}]}`, "400", `reads as claude-code`},
+		{`{"harness":"h","id":"x7","session":"B","kind":"k","meta":{"agent":"Claude Code"},"signals":[{"kind":"session_start"}]}`, "400", `reads as claude-code`},
+		{`{"harness":"h","id":"x8","session":"B","kind":"k","meta":{"agent":"\uff23\uff4f\uff44\uff45\uff58"},"signals":[{"kind":"session_start"}]}`, "400", `reads as codex`},
+		{`{"harness":"h","id":"x9","session":"B","kind":"k","meta":{"agent":"\u0441od\u0435x"},"signals":[{"kind":"session_start"}]}`, "400", `reads as codex`},
+		{`{"harness":"h","id":"x10","session":"B","kind":"k","meta":{"agent":"co\u200bdex"},"signals":[{"kind":"session_start"}]}`, "400", `reads as codex`},
+		{`{"harness":"h","id":"x11","session":"B","kind":"k","meta":{"agent":"claude\u2013code"},"signals":[{"kind":"session_start"}]}`, "400", `reads as claude-code`},
+		// With no meta.agent the agent is the harness's name.
+		{`{"harness":"codex","id":"x12","session":"B","kind":"k","signals":[{"kind":"session_start"}]}`, "400", `harness "codex" with no meta.agent: the session's agent would be "codex", which reads as codex`},
+		{`{"harness":"claude_code","id":"x13","session":"B","kind":"k","signals":[{"kind":"session_start"}]}`, "400", `reads as claude-code`},
 	} {
 		var ae apiError
 		code, _ := strconv.Atoi(c.status)
@@ -147,6 +161,10 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 	}
 	if now, _ := e.log.LastSeq(t.Context()); now != last {
 		t.Errorf("refused observations appended: last seq %d → %d", last, now)
+	}
+	// Names that only hold one of those agents' names are the harness's.
+	for i, agent := range []string{"claude-code-helper", "my-codex", "claude", "codexx"} {
+		e.do("POST", "/v1/observations", fmt.Sprintf(`{"harness":"h","id":"ok%d","session":"C%d","kind":"k","meta":{"agent":%q},"signals":[{"kind":"session_start"}]}`, i, i, agent), nil, 200, &rep)
 	}
 }
 

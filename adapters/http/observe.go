@@ -11,7 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/oklog/ulid/v2"
 
@@ -211,8 +214,12 @@ func (o Observation) check(red *redact.Redactor) (events.Aggregate, error) {
 		}
 	}
 	m := o.Meta
-	if m.Agent == "claude-code" || m.Agent == "codex" {
-		return bad("meta.agent %q: the agent Logbook reads itself; a harness names its own agent", m.Agent)
+	if own := ownAgentName(m.Agent); own != "" {
+		return bad("meta.agent %q: reads as %s, an agent Logbook reads itself; a harness names its own agent", m.Agent, own)
+	}
+	if own := ownAgentName(o.Harness); m.Agent == "" && own != "" {
+		// The agent defaults to the harness's name.
+		return bad("harness %q with no meta.agent: the session's agent would be %q, which reads as %s, an agent Logbook reads itself; name the harness's own agent in meta.agent", o.Harness, o.Harness, own)
 	}
 	for _, f := range []string{m.Agent, m.SessionID, m.AgentID, m.AgentType, m.Cwd, m.Model, m.Version, m.GitBranch, m.AgentMode, m.Title, m.ForkedFrom} {
 		if len(f) > 4096 || !utf8.ValidString(f) {
@@ -411,11 +418,55 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 // and a Claude Code or Codex CLI session's UUID (8-4-4-4-12 hexadecimal
 // digits), alone or with a suffix (an import's "-r1" copy).
 func agentSessionShape(id string) string {
-	if strings.HasPrefix(id, "agent-") {
+	if events.IsSubagentID(id) {
 		return "a Claude Code subagent's session is \"agent-\" and its agent_id"
 	}
 	if len(id) >= 36 && events.IsUUID(id[:36]) {
 		return "a Claude Code or Codex CLI session's id begins with a UUID"
 	}
 	return ""
+}
+
+// ownAgents are the agents Logbook reads itself, by the letters a person
+// reads in their names (ownAgentName).
+var ownAgents = map[string]string{"claudecode": "claude-code", "codex": "codex"}
+
+// lookalikes maps letters (lower case) that look like the Latin ones of
+// ownAgents' names onto those: Cyrillic and Greek letters, a dotless i,
+// and the digits read as o and l.
+var lookalikes = map[rune]rune{
+	'а': 'a', 'с': 'c', 'ԁ': 'd', 'е': 'e', 'і': 'i', 'ӏ': 'l', 'о': 'o', 'х': 'x', 'ҽ': 'e', 'ꮯ': 'c',
+	'α': 'a', 'ε': 'e', 'ι': 'i', 'ο': 'o', 'χ': 'x', 'ϲ': 'c', 'ı': 'i', 'ɑ': 'a', 'ɩ': 'l',
+	'0': 'o', '1': 'l',
+}
+
+// ownAgentName returns the agent Logbook reads itself ("claude-code" or
+// "codex") that name, a harness's name of its agent, reads as to a
+// person, or "" when it reads as neither: compared in lower case, after
+// Unicode compatibility decomposition (NFKD: fullwidth and styled
+// letters, ligatures) with the accents it splits off dropped, with
+// format characters (zero-width spaces and joiners, soft hyphens),
+// white space, dashes, dots and underscores ignored, and the letters of
+// lookalikes read as the Latin ones they look like. "Claude-Code",
+// " codex ", "claude_code", "ＣＯＤＥＸ" and "сodex" (a Cyrillic с) all
+// read as one of them.
+func ownAgentName(name string) string {
+	var b strings.Builder
+	for _, r := range norm.NFKD.String(name) {
+		switch {
+		case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Pd, unicode.Zs) || unicode.IsSpace(r):
+			continue
+		case r == '_' || r == '.' || r == '\u2212': // U+2212 MINUS SIGN is no dash (Pd)
+			continue
+		}
+		r = unicode.ToLower(r)
+		if l, ok := lookalikes[r]; ok {
+			r = l
+		}
+		b.WriteRune(r)
+		if b.Len() > len("claudecode") {
+			return ""
+		}
+	}
+	return ownAgents[b.String()]
 }

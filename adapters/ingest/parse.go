@@ -179,14 +179,18 @@ func SanitizeID(s string) string {
 
 // SessionIDProblem returns "" when id, the agent's own session id as a
 // line names it in field (such as "sessionId"), is "" or can be recorded
-// as the session's agent_session_id (events.ValidID: 1..events.MaxIDLen
-// bytes of [A-Za-z0-9_-]); else a Problems entry saying that it is not
-// recorded, with its length but none of its bytes (a control character
-// or a megabyte has no place in a problem either). A parser that gets
-// one leaves Meta.SessionID empty.
+// as the session's agent_session_id (events.ValidOwnSessionID:
+// 1..events.MaxIDLen bytes of [A-Za-z0-9_-], not beginning with
+// "agent-"); else a Problems entry saying that it is not recorded, with
+// its length but none of its bytes (a control character or a megabyte
+// has no place in a problem either). A parser that gets one leaves
+// Meta.SessionID empty.
 func SessionIDProblem(field, id string) string {
-	if id == "" || events.ValidID(id) == nil {
+	if id == "" || events.ValidOwnSessionID(id) == nil {
 		return ""
+	}
+	if events.ValidID(id) == nil {
+		return fmt.Sprintf("%s begins with %q, which names a subagent's session, never an agent's own; not recorded", field, events.SubagentPrefix)
 	}
 	return fmt.Sprintf("%s (%d bytes) is no session id (1..%d bytes of [A-Za-z0-9_-]); not recorded", field, len(id), events.MaxIDLen)
 }

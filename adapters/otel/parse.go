@@ -67,7 +67,8 @@ type Item struct {
 }
 
 // Rejected is a record that cannot be used, with why (wrapping
-// ErrNoSession, ErrNotAgent, events.ErrMalformed or ingest.ErrSecretID).
+// ErrNoSession, ErrNotAgent, events.ErrMalformed, ingest.ErrSecretID or
+// ingest.ErrDuplicateKey).
 type Rejected struct {
 	Where string
 	Err   error
@@ -162,6 +163,17 @@ func (p *Parser) record(res pcommon.Map, lr plog.LogRecord) (Item, error) {
 // ingest.ErrSecretID.
 func (p *Parser) item(what, name, agent string, a attrs, at time.Time, raw []byte, sigs func(string, attrs, *[]string) []events.Sig) (Item, error) {
 	it := Item{Agent: agent}
+	for _, m := range []struct {
+		whose string
+		m     pcommon.Map
+	}{{"", a.rec}, {"resource ", a.res}} {
+		if path, dup := repeatedKey(m.m); dup {
+			// A reader keeps one of the values, the raw copy (a JSON
+			// object) another: the record is refused, as a hook or an
+			// observation that gives a member twice is.
+			return Item{}, fmt.Errorf("%s %s: %sattribute %s: %w: given more than once", what, name, m.whose, cut.Text(p.red.Redact(path), 128), ingest.ErrDuplicateKey)
+		}
+	}
 	sessionKey, parser := "session.id", ParserClaude
 	if agent == AgentCodex {
 		sessionKey, parser = "conversation.id", ParserCodex
@@ -174,14 +186,15 @@ func (p *Parser) item(what, name, agent string, a attrs, at time.Time, raw []byt
 		return Item{}, fmt.Errorf("%s %s: attribute %s: %w: want a string, got %s", what, name, sessionKey, events.ErrMalformed, v.Type())
 	}
 	sid := v.Str()
-	var err error
-	if agent == AgentClaude {
+	// A subagent's reports carry its parent's session id: one of a
+	// subagent's shape ("agent-<id>") would make a session that takes in
+	// the subagent's hooks, whoever its parent is.
+	err := events.ValidOwnSessionID(sid)
+	if err == nil && agent == AgentClaude {
 		it.Agg, err = hookspool.SessionAggregate(sid, "")
-	} else {
+	} else if err == nil {
 		it.Agg = events.Aggregate{Kind: events.KindSession, ID: sid}
-		if err = events.ValidID(sid); err == nil {
-			err = it.Agg.Validate()
-		}
+		err = it.Agg.Validate()
 	}
 	if err != nil {
 		return Item{}, fmt.Errorf("%s %s: attribute %s: %w", what, name, sessionKey, err)
@@ -433,4 +446,39 @@ func (a attrs) boolean(k string) (b, ok bool) {
 		}
 	}
 	return false, false
+}
+
+// repeatedKey returns the first key m gives more than once, at any
+// depth (in a map value, or a map in a list), as a path of quoted keys
+// and list indexes: `"k"`, `"k"."inner"`, `"k"[2]."x"`.
+func repeatedKey(m pcommon.Map) (string, bool) {
+	seen := make(map[string]bool, m.Len())
+	for k, v := range m.All() {
+		if seen[k] {
+			return strconv.Quote(k), true
+		}
+		seen[k] = true
+		if path, dup := repeatedIn(v); dup {
+			return strconv.Quote(k) + path, true
+		}
+	}
+	return "", false
+}
+
+// repeatedIn is repeatedKey of the maps value v holds, the path given
+// from v.
+func repeatedIn(v pcommon.Value) (string, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeMap:
+		if path, dup := repeatedKey(v.Map()); dup {
+			return "." + path, true
+		}
+	case pcommon.ValueTypeSlice:
+		for i, e := range v.Slice().All() {
+			if path, dup := repeatedIn(e); dup {
+				return fmt.Sprintf("[%d]%s", i, path), true
+			}
+		}
+	}
+	return "", false
 }

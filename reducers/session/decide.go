@@ -272,6 +272,14 @@ func decideObserve(s State, c Observe) ([]events.Envelope, error) {
 		// chance or by a hostile payload) never moves it.
 		return nil, fmt.Errorf("observe %s in session %s: %w: the subagent is session %s's, the observation names parent %s", c.Obs.Type, s.ID, events.ErrRejected, s.Parent, m.SessionID)
 	}
+	if m := o.Meta; s.Exists() && s.Parent == "" && events.IsSubagentID(s.ID) && m.AgentID != "" && m.SessionID != "" && m.SessionID != s.ID && m.SessionID != s.AgentSessionID {
+		// A session of a subagent's name that started with no parent
+		// (one a log made before every intake refused such ids, a
+		// subagent's transcript whose lines named none) is no parent's
+		// subagent: a subagent of a parent it never named is not filed
+		// in it.
+		return nil, fmt.Errorf("observe %s in session %s: %w: the session started with no parent, the observation is of a subagent of %s", c.Obs.Type, s.ID, events.ErrRejected, m.SessionID)
+	}
 	if o.Line == 0 && len(o.Signals) == 0 {
 		// A hook that says nothing the reducer knows (an event newer
 		// than this parser, a notification of another kind) is kept as

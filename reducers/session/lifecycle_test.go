@@ -196,6 +196,37 @@ func TestDecide_SubagentOfAnotherParent(t *testing.T) {
 	}
 }
 
+// A session of a subagent's name that started with no parent (an
+// intake that took an "agent-" session id, before they were refused) is
+// no parent's subagent: a subagent's observation naming a parent is
+// refused there, rather than filed in an unrelated session; one naming
+// the session its lines named (a subagent's transcript whose lines gave
+// no agentId) is taken.
+func TestDecide_SubagentOfNoParent(t *testing.T) {
+	reg := events.NewRegistry()
+	for _, c := range []struct {
+		started string // the session id its first line named
+		parent  string // the parent the subagent's hook names
+		refused bool
+	}{
+		{"agent-zzz", "realparent1", true},
+		{"", "realparent1", true},
+		{"s-1", "s-1", false},
+	} {
+		h := &history{t: t, s: session.Init(events.Aggregate{Kind: events.KindSession, ID: "agent-zzz"})}
+		h.line(events.Meta{SessionID: c.started}, sig(events.SigPrompt))
+		o := events.Observation{Key: "x", Parser: "test/1", Kind: "hook", Meta: events.Meta{SessionID: c.parent, AgentID: "zzz"},
+			Signals: []events.Sig{sig(events.SigToolUse, "id", "t1", "name", "Bash")}}
+		_, err := session.Decide(h.s, session.Observe{Obs: h.stamp(reg.New(events.ClaudeHookObserved{Observation: o}))})
+		if c.refused && (!errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), "the session started with no parent, the observation is of a subagent of "+c.parent)) {
+			t.Errorf("started as %q, a subagent of %s: %v, want it rejected", c.started, c.parent, err)
+		}
+		if !c.refused && err != nil {
+			t.Errorf("started as %q, a subagent of %s: %v, want it taken", c.started, c.parent, err)
+		}
+	}
+}
+
 // A hold at a line that does not parse is cleared by the file's next
 // line however the import that reads on names the file (a relative path,
 // another folder): lines are counted per file name, as Cursor counts.

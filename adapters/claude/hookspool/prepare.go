@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/logbook-dev/logbook/adapters/internal/jsonx"
 	"github.com/logbook-dev/logbook/adapters/redact/cut"
@@ -101,14 +101,14 @@ func checkHook(top map[string]json.RawMessage) (string, error) {
 	}
 	// The ids name the session aggregate (SessionAggregate): refuse here,
 	// by the log's own rule, what the server would refuse on delivery.
-	if err := events.ValidID(topStr(top, "session_id")); err != nil {
+	// A subagent's session id is "agent-" and its agent_id: a session of
+	// that name would be taken for one, and a subagent's events land in
+	// it (events.ValidOwnSessionID, as every intake refuses it).
+	if err := events.ValidOwnSessionID(topStr(top, "session_id")); err != nil {
+		if errors.Is(err, events.ErrSubagentID) {
+			err = fmt.Errorf("%w; Claude Code sends the parent's session_id and the agent_id", err)
+		}
 		return "", &HookError{Event: event, Field: "session_id", Err: err}
-	}
-	if strings.HasPrefix(topStr(top, "session_id"), "agent-") {
-		// A subagent's session id is "agent-" and its agent_id: a
-		// session of that name would be taken for one, and a subagent's
-		// events land in it.
-		return "", &HookError{Event: event, Field: "session_id", Err: fmt.Errorf("%w: a session id beginning with %q names a subagent (%q and its agent_id); Claude Code sends the parent's session_id and the agent_id", events.ErrMalformed, "agent-", "agent-")}
 	}
 	a := topStr(top, "agent_id")
 	if a == "" && (event == "SubagentStart" || event == "SubagentStop") {
