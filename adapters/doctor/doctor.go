@@ -26,6 +26,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/datadir"
 	"github.com/logbook-dev/logbook/adapters/diskfull"
 	"github.com/logbook-dev/logbook/adapters/hooksock"
+	"github.com/logbook-dev/logbook/adapters/internal/words"
 	"github.com/logbook-dev/logbook/adapters/journal"
 	"github.com/logbook-dev/logbook/sandbox"
 )
@@ -205,7 +206,7 @@ func SocketCheck(ctx context.Context, path string, status func(context.Context) 
 		c.Fix = "hooks wait in serve's journal until its log answers again: look at serve's log"
 	default:
 		c.Status = OK
-		c.Detail = fmt.Sprintf("serve answers on %s and lets this user in, %s in the log (since %s, %s)", path, plural(int(reply.LastSeq), "message"), reply.Started.UTC().Format(time.RFC3339), reply.Durability)
+		c.Detail = fmt.Sprintf("serve answers on %s and lets this user in, %s in the log (since %s, %s)", path, words.Plural(int(reply.LastSeq), "message"), reply.Started.UTC().Format(time.RFC3339), reply.Durability)
 	}
 	return c
 }
@@ -371,10 +372,10 @@ func Journal(dd datadir.Dir, path string) (Check, bool) {
 		c.Status, c.Detail = Fail, err.Error()
 		c.Fix = fmt.Sprintf("move it aside (mv %s %s.damaged) so that serve starts; the hooks it holds are then not appended", path, path)
 	case n > 0 && !running:
-		c.Status, c.Detail = Warn, fmt.Sprintf("%s taken by a serve that stopped wait in %s", plural(n, "hook payload"), path)
+		c.Status, c.Detail = Warn, fmt.Sprintf("%s taken by a serve that stopped wait in %s", words.Plural(n, "hook payload"), path)
 		c.Fix = "start logbook serve: it appends them first"
 	case n > 0:
-		c.Status, c.Detail = OK, fmt.Sprintf("%s, %s being appended", path, plural(n, "hook payload"))
+		c.Status, c.Detail = OK, fmt.Sprintf("%s, %s being appended", path, words.Plural(n, "hook payload"))
 	default:
 		c.Status, c.Detail = OK, path+", every hook in the log"
 	}
@@ -491,7 +492,7 @@ func ServerCheck(ctx context.Context, env Env) Check {
 		c.Status, c.Detail, c.Fix = Fail, "server answers, its log does not: "+err.Error(), "look at serve's log"
 		return c
 	}
-	c.Status, c.Detail = OK, fmt.Sprintf("answers at %s (pid %d), %s in the log", si.URL, si.PID, plural(int(last), "message"))
+	c.Status, c.Detail = OK, fmt.Sprintf("answers at %s (pid %d), %s in the log", si.URL, si.PID, words.Plural(int(last), "message"))
 	if ok && env.NATSURL == "" {
 		// logbook-hook's way in (serve's own data dir: a writer's).
 		sock := dd.Path(hooksock.Name)
@@ -558,7 +559,7 @@ func Hooks() Check {
 		c.Status, c.Detail = Warn, "no hook wired to Logbook (sessions are then seen only through transcripts: serve --watch or import)"
 		c.Fix = "logbook hooks install (or --project DIR)"
 	default:
-		c.Status, c.Detail = Warn, fmt.Sprintf("%s not wired: %s", plural(len(missing), "event"), strings.Join(missing, ", "))
+		c.Status, c.Detail = Warn, fmt.Sprintf("%s not wired: %s", words.Plural(len(missing), "event"), strings.Join(missing, ", "))
 		c.Fix = "logbook hooks install (it replaces Logbook's entries, keeping everything else)"
 	}
 	return c
@@ -575,14 +576,6 @@ func Cgroup() Check {
 		c.Fix = "boot with systemd.unified_cgroup_hierarchy=1 (the default on current distributions)"
 	}
 	return c
-}
-
-// plural returns "1 thing" or "n things".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // underReserve returns what the data dir check says when the file system

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/internal/words"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -293,13 +294,13 @@ type SummaryFile struct {
 // none of their lines counted as in the log) and the lines imported
 // from them before, which the log keeps.
 func (s Summary) Line(kind string) string {
-	l := "imported " + plural(len(s.Files)-s.stopped, kind)
+	l := "imported " + words.Plural(len(s.Files)-s.stopped, kind)
 	if s.inPart > 0 {
 		// The lines before a stop are in the log: such a file is
 		// imported in part, not not at all.
 		l += fmt.Sprintf(" and %d in part", s.inPart)
 	}
-	l += fmt.Sprintf(": %s appended", plural(s.Appended, "line"))
+	l += fmt.Sprintf(": %s appended", words.Plural(s.Appended, "line"))
 	if s.Lost > 0 {
 		// The appends under way when the server went away lost their
 		// answers, not necessarily their lines.
@@ -315,7 +316,7 @@ func (s Summary) Line(kind string) string {
 		}
 	}
 	if s.unread > 0 {
-		l += fmt.Sprintf("; %s not read", plural(s.unread, "folder"))
+		l += fmt.Sprintf("; %s not read", words.Plural(s.unread, "folder"))
 	}
 	switch {
 	case s.Interrupted > 0 && s.NotStarted > 0:
@@ -323,7 +324,7 @@ func (s Summary) Line(kind string) string {
 	case s.Interrupted > 0:
 		l += fmt.Sprintf("; %d stopped part way: the import was interrupted (importing again resumes)", s.Interrupted)
 	case s.NotStarted > 0:
-		l += fmt.Sprintf("; %s not started: the import was interrupted (importing again resumes)", plural(s.NotStarted, kind))
+		l += fmt.Sprintf("; %s not started: the import was interrupted (importing again resumes)", words.Plural(s.NotStarted, kind))
 	}
 	return l
 }
@@ -342,7 +343,7 @@ func nothingNote(name, what string, asNew bool, r FileResult) string {
 	if r.Changed == "" {
 		return fmt.Sprintf("%s: %s, nothing to import as new", name, what)
 	}
-	return fmt.Sprintf("%s: %s, nothing to import as new: it was %s under Logbook; session %s keeps the %s imported from it before, and its new history, session %s, begins once an import --as-new finds a line in it", name, what, r.Changed, r.From, plural(r.Kept, "line"), r.Session)
+	return fmt.Sprintf("%s: %s, nothing to import as new: it was %s under Logbook; session %s keeps the %s imported from it before, and its new history, session %s, begins once an import --as-new finds a line in it", name, what, r.Changed, r.From, words.Plural(r.Kept, "line"), r.Session)
 }
 
 // changed says the Diverged files of the summary: how many were
@@ -361,7 +362,7 @@ func (s Summary) changed() string {
 	if s.Diverged > 1 {
 		them = "them"
 	}
-	return fmt.Sprintf("%s under Logbook: the log keeps the %s imported from %s before", strings.Join(what, " and "), plural(s.kept, "line"), them)
+	return fmt.Sprintf("%s under Logbook: the log keeps the %s imported from %s before", strings.Join(what, " and "), words.Plural(s.kept, "line"), them)
 }
 
 // Err returns why the import ends non-zero, nil when no file stopped
@@ -370,7 +371,7 @@ func (s Summary) changed() string {
 // why the server takes no appends (its disk is full) and is named.
 func (s Summary) Err(noun, paused string) error {
 	if s.Diverged > 0 && s.Diverged == len(s.Errors) {
-		return fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", plural(s.Diverged, noun))
+		return fmt.Errorf("%s changed under Logbook (errors above); the log keeps what was imported; import with --as-new to record them as new histories", words.Plural(s.Diverged, noun))
 	}
 	if len(s.Errors) == 0 {
 		return nil
@@ -380,7 +381,7 @@ func (s Summary) Err(noun, paused string) error {
 		why = "; serve says " + paused + ": free space there and import again"
 	}
 	if s.Lost == len(s.Errors) {
-		return fmt.Errorf("%s stopped early: the server went away (did `logbook serve` stop?); the lines before each error are imported, and so may be the ones whose append was under way (their answers were lost): importing again finds them and resumes after them", plural(s.Lost, noun))
+		return fmt.Errorf("%s stopped early: the server went away (did `logbook serve` stop?); the lines before each error are imported, and so may be the ones whose append was under way (their answers were lost): importing again finds them and resumes after them", words.Plural(s.Lost, noun))
 	}
 	if s.Lost > 0 {
 		why += fmt.Sprintf("; %d because the server went away (did `logbook serve` stop?; the lines whose append was under way may be in the log)", s.Lost)
@@ -390,21 +391,21 @@ func (s Summary) Err(noun, paused string) error {
 	}
 	files := len(s.Errors) - s.unread // the errors of files, not of folders
 	if s.unread > 0 && files == 0 {
-		return fmt.Errorf("%s not read (errors above): the files in %s were not looked for%s", plural(s.unread, "folder"), itOrThem(s.unread), why)
+		return fmt.Errorf("%s not read (errors above): the files in %s were not looked for%s", words.Plural(s.unread, "folder"), itOrThem(s.unread), why)
 	}
 	if s.unread > 0 {
-		why += fmt.Sprintf("; %s not read, the files in %s not looked for", plural(s.unread, "folder"), itOrThem(s.unread))
+		why += fmt.Sprintf("; %s not read, the files in %s not looked for", words.Plural(s.unread, "folder"), itOrThem(s.unread))
 	}
 	if len(s.Errors)-s.refused-s.Diverged == 0 {
 		// Nothing a second run would resume: files never read, or
 		// changed under Logbook.
-		return fmt.Errorf("%s not imported (errors above)%s", plural(files, noun), why)
+		return fmt.Errorf("%s not imported (errors above)%s", words.Plural(files, noun), why)
 	}
 	again := "importing again resumes at the line that stopped it"
 	if s.invalid > 0 {
 		again += " (a line that does not parse, or that reuses an earlier line's uuid with other content, must be fixed first, or passed with --skip-invalid)"
 	}
-	return fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and %s", plural(files, noun), why, again)
+	return fmt.Errorf("%s stopped early (errors above)%s; the lines before each error are imported, and %s", words.Plural(files, noun), why, again)
 }
 
 // Run imports the plan's units with r on r.Workers goroutines, a group
@@ -659,14 +660,6 @@ func itOrThem(n int) string {
 		return "it"
 	}
 	return "them"
-}
-
-// plural returns "1 thing" or "n things".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // progress prints a one-line counter on a terminal, at most every 100 ms.

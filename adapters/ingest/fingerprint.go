@@ -14,6 +14,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/internal/words"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -159,7 +160,7 @@ type DivergedError struct {
 func (e *DivergedError) Error() string {
 	line, what := divergence(e.Imported, e.Found, e.Size)
 	return fmt.Sprintf("%s:%d: the transcript changed under Logbook: %s; session %s keeps the %s it imported, and importing this file stops here (recorded as session.transcript_diverged); to import the file as it is now as a new history linked to it, run: %s --as-new %s (it goes to session %s)",
-		e.Path, line, what, e.Session, plural(e.Imported.Line, "line"), e.Command, shellWord(e.Path), e.NewSession)
+		e.Path, line, what, e.Session, words.Plural(e.Imported.Line, "line"), e.Command, shellWord(e.Path), e.NewSession)
 }
 
 // Change says how the file changed: "truncated" when it is shorter
@@ -204,10 +205,10 @@ func shellWord(path string) string {
 // DivergedError and import's warnings say the same.
 func divergence(imported, found events.Fingerprint, size int64) (int, string) {
 	if found.SHA256 == "" && size == 0 {
-		return 1, fmt.Sprintf("it is empty now (%s, %s imported)", plural(imported.Line, "line"), plural(int(imported.End), "byte"))
+		return 1, fmt.Sprintf("it is empty now (%s, %s imported)", words.Plural(imported.Line, "line"), words.Plural(int(imported.End), "byte"))
 	}
 	if found.SHA256 == "" {
-		return found.Line + 1, fmt.Sprintf("it is shorter than what was imported, truncated after line %d (%s now; %s, %s imported)", found.Line, plural(int(size), "byte"), plural(imported.Line, "line"), plural(int(imported.End), "byte"))
+		return found.Line + 1, fmt.Sprintf("it is shorter than what was imported, truncated after line %d (%s now; %s, %s imported)", found.Line, words.Plural(int(size), "byte"), words.Plural(imported.Line, "line"), words.Plural(int(imported.End), "byte"))
 	}
 	return found.Line, fmt.Sprintf("line %d differs from the line imported (sha256 %.12s now)", found.Line, found.SHA256)
 }

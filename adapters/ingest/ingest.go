@@ -19,6 +19,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
+	"github.com/logbook-dev/logbook/adapters/internal/words"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/session"
 )
@@ -659,7 +660,7 @@ func (in *Ingester) importFileAt(ctx context.Context, path string, agg events.Ag
 		}
 		if !in.asNew {
 			line, what := divergence(fp, found, size)
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: changed under Logbook: %s; session %s keeps the %s it imported, and its rewritten form goes on in session %s", path, line, what, agg.ID, plural(fp.Line, "line"), next.ID))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s:%d: changed under Logbook: %s; session %s keeps the %s it imported, and its rewritten form goes on in session %s", path, line, what, agg.ID, words.Plural(fp.Line, "line"), next.ID))
 		}
 		if !ns.Exists() {
 			rewrittenFrom = agg.ID

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/logbook-dev/logbook/adapters/internal/words"
 )
 
 // IsTerminal reports whether w is a terminal (an *os.File on a tty).
@@ -37,16 +39,8 @@ func Width(w io.Writer) int {
 }
 
 // Plural returns "1 thing" or "n things": the noun's plural is noun+"s"
-// unless given.
-func Plural(n int, noun string, pl ...string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if len(pl) > 0 {
-		return fmt.Sprintf("%d %s", n, pl[0])
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+// unless given (words.Plural, which the packages below term share).
+func Plural(n int, noun string, pl ...string) string { return words.Plural(n, noun, pl...) }
 
 // Ago says how long before now t was, as a person reads it on a
 // terminal: "just now" (under 10 s), "3m ago", "2h ago" (under 48 h),

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/logbook-dev/logbook/adapters/internal/words"
 	"github.com/logbook-dev/logbook/events"
 	"github.com/logbook-dev/logbook/reducers/project"
 	"github.com/logbook-dev/logbook/reducers/task"
@@ -105,7 +106,7 @@ func (m *Manager) ArchiveAndClean(ctx context.Context, id, by, as string, force 
 				return st, fmt.Errorf("workspace archive: %w: whether workspace %s holds commits on no branch is unknown (%v): pass --force to archive it and remove its worktree as it is", events.ErrRejected, id, err)
 			}
 			if n > 0 {
-				return st, fmt.Errorf("workspace archive: %w: workspace %s holds %s on no branch (HEAD is detached at %s), which only its worktree's reflog keeps: put them on a branch (git branch NAME %s), or pass --force to archive it and lose them", events.ErrRejected, id, plural(n, "commit"), head, head)
+				return st, fmt.Errorf("workspace archive: %w: workspace %s holds %s on no branch (HEAD is detached at %s), which only its worktree's reflog keeps: put them on a branch (git branch NAME %s), or pass --force to archive it and lose them", events.ErrRejected, id, words.Plural(n, "commit"), head, head)
 			}
 		}
 	}
@@ -217,12 +218,4 @@ func (m *Manager) OffBranch(ctx context.Context, st workspace.State) (int, strin
 		return 0, "", fmt.Errorf("git rev-list --count: %q", out)
 	}
 	return n, head, nil
-}
-
-// plural returns "1 thing" or "n things".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
