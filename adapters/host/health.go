@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/logbook-dev/logbook/adapters/api"
+	"github.com/logbook-dev/logbook/adapters/merkle"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 	"github.com/logbook-dev/logbook/projections"
 )
@@ -28,6 +29,20 @@ type LogHealth struct {
 	since  time.Time // zero while the log answers
 	why    string    // the last error that said it does not
 	lost   string    // what CheckWhole found missing; "" for nothing
+	first  uint64    // the first sequence CheckWhole found missing
+}
+
+// Hole returns what CheckWhole found missing from the log as a
+// *merkle.GapError, nil when it found nothing (or has not finished): the
+// writer's checkpoints stop on it (merkle.Checkpointer.Hole), so that
+// none is signed over a log with a hole.
+func (h *LogHealth) Hole() *merkle.GapError {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lost == "" {
+		return nil
+	}
+	return &merkle.GapError{Seq: h.first, Found: h.lost}
 }
 
 // Missing records m, a walk of the whole log (CheckWhole), for the status
@@ -36,6 +51,9 @@ func (h *LogHealth) Missing(m natslog.Missing) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lost = m.String()
+	if len(m.Seqs) > 0 {
+		h.first = m.Seqs[0]
+	}
 }
 
 // CheckWhole walks the whole log l once (natslog.Log.FindMissing) and,

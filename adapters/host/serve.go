@@ -488,7 +488,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	}
 	checkpoints, tree, err := merkle.Actor(ctx, merkle.ActorConfig{
 		Dir: string(dd), Log: p.Log, JS: js, Reader: cfg.Reader, Every: cfg.CheckpointEvery, Interval: cfg.CheckpointInterval,
-		Say: say, Observed: web.ObserveCheckpoint,
+		Say: say, Observed: web.ObserveCheckpoint, Hole: health.Hole,
 	})
 	if err != nil {
 		return err

@@ -13,10 +13,16 @@ import (
 type GapError struct {
 	Seq  uint64 // the first missing sequence
 	Next uint64 // the next sequence the stream holds; 0 if none
+	// Found, when not "", is what a walk of the whole stream found
+	// missing (natslog.Missing's text), which Error says instead.
+	Found string
 }
 
 // Error names the missing sequence.
 func (e *GapError) Error() string {
+	if e.Found != "" {
+		return e.Found
+	}
 	if e.Next == 0 {
 		return fmt.Sprintf("seq %d: missing from stream %s (the stream's last sequence is later, but it holds nothing from here)", e.Seq, natslog.StreamName)
 	}

@@ -45,6 +45,12 @@ type Checkpointer struct {
 	Judge *natslog.Judger
 	// Judged, if not nil, is called after each judgment is stored.
 	Judged func(j Judgment, seq uint64)
+	// Hole, if not nil, says whether a hole in the log was found
+	// elsewhere (serve's walk of the whole stream, which finds a message
+	// lost in place below the tree's end, where the tree's follower
+	// never reads again): a *GapError, which stops Run as one the
+	// follower met does, or nil. It is asked before each checkpoint.
+	Hole func() *GapError
 
 	published atomic.Int64 // size of the last checkpoint published; 0 before
 }
@@ -62,6 +68,11 @@ func (c *Checkpointer) Once(ctx context.Context) (Checkpoint, uint64, error) {
 
 // publish syncs the tree and publishes a checkpoint of its size now.
 func (c *Checkpointer) publish(ctx context.Context) (Checkpoint, uint64, error) {
+	if c.Hole != nil {
+		if gap := c.Hole(); gap != nil {
+			return Checkpoint{}, 0, gap
+		}
+	}
 	n := c.Tree.Size()
 	if n == 0 {
 		return Checkpoint{}, 0, nil

@@ -80,6 +80,9 @@ type ActorConfig struct {
 	// Observed, when not nil, is told of each outcome: "published",
 	// "refused", "cosigned".
 	Observed func(outcome string)
+	// Hole is the Checkpointer's (a writer's only): a hole found in the
+	// log by other means than the tree's own read; nil for none.
+	Hole func() *GapError
 }
 
 // Actor returns what serve runs for the log's checkpoints: on a writer,
@@ -135,7 +138,7 @@ func Actor(ctx context.Context, c ActorConfig) (run func(context.Context) error,
 			return nil, nil, err
 		}
 		cp := &Checkpointer{Log: c.Log, JS: c.JS, Tree: tree, Signer: signer, Origin: origin, Every: c.Every, Interval: c.Interval,
-			Logf:      say,
+			Logf: say, Hole: c.Hole,
 			Published: func(Checkpoint, uint64) { observed("published") },
 		}
 		every, interval := cp.Cadence()

@@ -18,18 +18,19 @@ import (
 // sequence and `logbook verify`, and goes on (no checkpoint statement
 // covers the message, so no read names it); `replay --verify` prints
 // the hashes equal and still exits 1 naming the sequence; doctor fails
-// its server check naming it.
+// its server check naming it; the checkpoints stop, so that none is
+// signed over the hole.
 func TestLostMessageSaid(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
 	// No checkpoint is signed while the sessions are appended: a
 	// statement covering the lost message would have reads name it.
-	serve := func() (stop func(), logs *syncBuffer) {
+	serve := func(every string) (stop func(), logs *syncBuffer) {
 		ctx, cancel := context.WithCancel(context.Background())
 		served := make(chan error, 1)
 		logs = &syncBuffer{}
 		go func() {
-			served <- runCLI(ctx, []string{"--data", data, "serve", "--workers", "0", "--checkpoint-every", "1000000", "--checkpoint-interval", "1h"}, strings.NewReader(""), logs, logs)
+			served <- runCLI(ctx, []string{"--data", data, "serve", "--workers", "0", "--checkpoint-every", every, "--checkpoint-interval", "1h"}, strings.NewReader(""), logs, logs)
 		}()
 		waitServer(t, dataDir(data))
 		return func() {
@@ -39,7 +40,7 @@ func TestLostMessageSaid(t *testing.T) {
 			}
 		}, logs
 	}
-	stop, logs := serve()
+	stop, logs := serve("1000000")
 	promptSession(t, t.Context(), data, "lost-1", "/work/one")
 	stop()
 	if strings.Contains(logs.String(), "lost") {
@@ -63,7 +64,9 @@ func TestLostMessageSaid(t *testing.T) {
 	flipIn(t, data, "LOSTMARK-two")
 	named := fmt.Sprintf("seq %d", seq)
 
-	stop, logs = serve()
+	// Now a checkpoint is due at every message appended: once the walk
+	// found the hole, none is signed over it.
+	stop, logs = serve("1")
 	defer stop()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "lost 1 of seq 1..") {
@@ -74,13 +77,23 @@ func TestLostMessageSaid(t *testing.T) {
 	}
 	var said string
 	for line := range strings.Lines(logs.String()) {
-		if strings.Contains(line, "lost 1 of seq 1..") {
+		if strings.Contains(line, "lost 1 of seq 1..") && !strings.Contains(line, "STOPPED") {
 			said = line
 		}
 	}
 	t.Logf("serve: %s", said)
 	if !strings.Contains(said, "level=ERROR") || !strings.Contains(said, named+" ") || !strings.Contains(said, "logbook verify") {
 		t.Errorf("serve's line on the lost message wants ERROR, %q and `logbook verify`:\n%s", named, said)
+	}
+
+	promptSession(t, t.Context(), data, "after-the-hole", "/work/four")
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "STOPPED: stream LOGBOOK lost 1 of seq 1.."); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve's checkpoints did not stop on the hole within 10s of a message appended past it:\n%s", logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "no checkpoint is signed or co-signed over a log with a hole") {
+		t.Errorf("serve's checkpoints stopped without saying why:\n%s", logs.String())
 	}
 
 	out, errOut, code := cliExit(t, data, "replay", "--verify")
