@@ -187,9 +187,10 @@ func TestEqualState(t *testing.T) {
 			t.Errorf("reader's sessions lack %s:\n%s", sid, out)
 		}
 	}
-	// ... and appends nothing: a hook on its data dir waits in its spool.
-	if _, _, err := r.cliIn(hookPayload("eq-1", ws, "Stop", 1), "hook", "claude"); err != nil {
-		t.Fatal(err)
+	// ... and appends nothing: a hook on its data dir is neither
+	// delivered nor kept (a reader never delivers a spool), and says so.
+	if _, stderr, err := r.cliIn(hookPayload("eq-1", ws, "Stop", 1), "hook", "claude"); err == nil || !strings.Contains(stderr, "is a follower's") {
+		t.Errorf("a hook on the reader's data dir: %v\n%s\nwant an error saying it is a follower's", err, stderr)
 	}
 	time.Sleep(1500 * time.Millisecond) // more than a drain's period
 	if last := e.lastSeq(); last != v.Seq {
