@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 )
 
 // Headers of a signed message.
@@ -121,9 +123,14 @@ func (k *Key) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxKeyFile is the most bytes ReadKey and ReadPin read (a key file is
+// under a hundred): they read only a regular file (hookspool.ReadRegular),
+// so a FIFO or a device in a key's place is refused, never blocked on.
+const maxKeyFile = 64 << 10
+
 // ReadKey reads a key file written by WriteKey. Errors name path.
 func ReadKey(path string) (*Key, error) {
-	b, err := os.ReadFile(path)
+	b, err := hookspool.ReadRegular(path, maxKeyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +175,7 @@ func ParsePublic(s string) (ed25519.PublicKey, error) {
 // ReadPin reads a pinned admin public key file (one line: the key in
 // standard base64). Errors name path.
 func ReadPin(path string) (ed25519.PublicKey, error) {
-	b, err := os.ReadFile(path)
+	b, err := hookspool.ReadRegular(path, maxKeyFile)
 	if err != nil {
 		return nil, err
 	}

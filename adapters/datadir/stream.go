@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -28,9 +29,11 @@ type StreamRecord struct {
 
 // ReadStreamRecord reads the data dir's stream.json; have is false when
 // there is none. A file that is not a record (no creation time) is an
-// error saying to remove it.
+// error saying to remove it, and so is one that is not a regular file (a
+// FIFO, a device: refused without a read that could block or never end)
+// or is over 64 KiB.
 func (d Dir) ReadStreamRecord() (r StreamRecord, have bool, err error) {
-	b, err := os.ReadFile(d.Path("stream.json"))
+	b, err := hookspool.ReadRegular(d.Path("stream.json"), maxServeInfoBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return r, false, nil
 	}

@@ -1,7 +1,9 @@
 package datadir
 
 import (
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,5 +51,43 @@ func TestStreamLoss(t *testing.T) {
 		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: streamLoss = %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestReadStreamRecord_NotARegularFile: a stream.json that is a FIFO, a
+// link to a device or a directory is refused at once, naming the file,
+// and never read (a FIFO would block every command that opens the data
+// dir; /dev/zero would fill memory). So are the data dir's other small
+// files read the same way (key pins, the import index).
+func TestReadStreamRecord_NotARegularFile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, want string
+		make       func(path string) error
+	}{
+		{"fifo", "(a FIFO)", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"device", "(a character device)", func(p string) error { return os.Symlink("/dev/zero", p) }},
+		{"directory", "(a directory)", func(p string) error { return os.Mkdir(p, 0o700) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := Dir(t.TempDir())
+			if err := tc.make(d.Path("stream.json")); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := d.ReadStreamRecord()
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), d.Path("stream.json")) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("ReadStreamRecord of a %s: %v, want an error naming the file and %s", tc.name, err, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("ReadStreamRecord of a %s has not returned after 10 s", tc.name)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/events"
 )
 
@@ -58,6 +59,11 @@ type skipFile struct {
 // quarantines: importing them again must find those lines not in the log.
 const skipVersion = 2
 
+// maxSkipIndex is the most bytes OpenSkipIndex reads: the index is read
+// only if it is a regular file (hookspool.ReadRegular), so a FIFO or a
+// device in its place is refused, never blocked on.
+const maxSkipIndex = 1 << 30
+
 // OpenSkipIndex reads the index at path for the log incarnation stream.
 // A missing file, or one written for another stream or of another
 // version (skipVersion), gives an empty index. Errors: a file that cannot be read or does not parse (naming
@@ -65,7 +71,7 @@ const skipVersion = 2
 // replaces the file.
 func OpenSkipIndex(path, stream string) (*SkipIndex, error) {
 	x := &SkipIndex{path: path, stream: stream, files: map[string]SkipEntry{}}
-	b, err := os.ReadFile(path)
+	b, err := hookspool.ReadRegular(path, maxSkipIndex)
 	if errors.Is(err, fs.ErrNotExist) {
 		return x, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -110,12 +111,18 @@ func keyName(role string) string {
 	return "logbook-" + role + "/" + h
 }
 
+// maxStateFile is the most bytes a key, trusted-keys or witness state
+// file of the data dir is read to: each is read only if it is a regular
+// file (hookspool.ReadRegular), so a FIFO or a device in its place is
+// refused, never blocked on.
+const maxStateFile = 1 << 20
+
 // LoadCheckpointKey reads dir's CheckpointKeyFile, creating it with a new
 // Ed25519 key when missing, and returns the signer and its verifier key
 // (the line to pin in other hosts' TrustedKeysFile).
 func LoadCheckpointKey(dir string) (note.Signer, string, error) {
 	path := filepath.Join(dir, CheckpointKeyFile)
-	b, err := os.ReadFile(path)
+	b, err := hookspool.ReadRegular(path, maxStateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		skey, _, gerr := note.GenerateKey(rand.Reader, keyName("checkpoint"))
 		if gerr != nil {
@@ -124,7 +131,7 @@ func LoadCheckpointKey(dir string) (note.Signer, string, error) {
 		if err := writeNew(path, []byte(skey+"\n")); err != nil {
 			return nil, "", fmt.Errorf("checkpoint key %s: %w", path, err)
 		}
-		b, err = os.ReadFile(path)
+		b, err = hookspool.ReadRegular(path, maxStateFile)
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("checkpoint key %s: %w", path, err)
@@ -194,7 +201,7 @@ func (k *Keys) ParseKey(vkey string) error {
 func LoadKeys(dir string) (Keys, error) {
 	var k Keys
 	path := filepath.Join(dir, TrustedKeysFile)
-	b, err := os.ReadFile(path)
+	b, err := hookspool.ReadRegular(path, maxStateFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return k, fmt.Errorf("trusted keys %s: %w", path, err)
 	}

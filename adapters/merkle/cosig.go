@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 )
 
 // algCosignature is the signed-note signature type of a C2SP
@@ -77,7 +79,7 @@ func NewWitness(name string, key ed25519.PrivateKey) *Witness {
 // creating it with a new key when missing.
 func LoadWitnessKey(dir string) (*Witness, error) {
 	path := filepath.Join(dir, WitnessKeyFile)
-	b, err := os.ReadFile(path)
+	b, err := hookspool.ReadRegular(path, maxStateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		seed := make([]byte, ed25519.SeedSize)
 		if _, err := rand.Read(seed); err != nil {
@@ -87,7 +89,7 @@ func LoadWitnessKey(dir string) (*Witness, error) {
 		if err := writeNew(path, []byte(line)); err != nil {
 			return nil, fmt.Errorf("witness key %s: %w", path, err)
 		}
-		b, err = os.ReadFile(path)
+		b, err = hookspool.ReadRegular(path, maxStateFile)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("witness key %s: %w", path, err)

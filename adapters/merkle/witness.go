@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/logbook-dev/logbook/adapters/claude/hookspool"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -55,7 +56,7 @@ type WitnessState struct {
 // zero state.
 func ReadWitnessState(path string) (WitnessState, error) {
 	var s WitnessState
-	b, err := os.ReadFile(path)
+	b, err := hookspool.ReadRegular(path, maxStateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
