@@ -336,6 +336,9 @@ func TestGuard(t *testing.T) {
 	// A page elsewhere cannot post: not as a form, not from its origin.
 	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"text/plain"}}, 400, &ae)
 	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"application/jsonp"}}, 400, &ae)
+	// JSON is read as UTF-8 only, and a request says its type once.
+	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"application/json; charset=latin1"}}, 400, &ae)
+	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"application/json", "text/plain"}}, 400, &ae)
 	// A media type's name is case-insensitive (RFC 9110).
 	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"Application/JSON; charset=UTF-8"}}, 200, nil)
 	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Origin": {"http://evil.example"}}, 403, &ae)

@@ -38,6 +38,14 @@ func TestErrors_NoGoInternalText(t *testing.T) {
 		{"GET", "/v1/sessions?limit=1&limit=5000", "", 400, `query parameter \"limit\" given 2 times: /v1/sessions takes one value for it`},
 		{"GET", "/v1/sessions?stale=true&stale=", "", 400, `query parameter \"stale\" given 2 times`},
 		{"GET", "/v1/usage?explain=true&check=true&by=model", "", 200, `"by"`},
+		// A query that does not parse whole is refused, not read in part:
+		// Go's reading drops a pair holding ";" and keeps the rest.
+		{"GET", "/v1/events?after=3;junk=1&limit=1", "", 400, `invalid semicolon separator in query`},
+		{"GET", "/v1/sessions?limit=1;phase=waiting", "", 400, `escape \";\" as %3B`},
+		{"GET", "/v1/events?after=%zz", "", 400, `invalid URL escape`},
+		{"GET", "/v1/sessions/" + sid(1) + "?summary=yes", "", 400, `summary \"yes\": want true or false`},
+		{"GET", "/v1/sessions/" + sid(1) + "?summary=TRUE", "", 400, `want true or false`},
+		{"GET", "/v1/sessions/" + sid(1) + "?summary=false", "", 200, `"session"`},
 	} {
 		req, _ := http.NewRequest(tt.method, e.http.URL+tt.path, strings.NewReader(tt.body))
 		req.Header.Set("Content-Type", "application/json")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -87,11 +88,19 @@ var queryParams = sync.OnceValue(func() map[string][]string {
 // rather than ignored, which would answer a question that was not asked.
 // A parameter given more than once (limit=1&limit=5000) is refused the
 // same way: every parameter takes one value, and which of two counts is
-// not a guess to make.
+// not a guess to make. So is a query that does not parse whole (a ";"
+// between pairs, a bad %-escape), of which Go's reading keeps a part.
 func (s *Server) knownQuery(pattern string, h http.HandlerFunc) http.HandlerFunc {
 	takes := queryParams()[pattern]
 	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+		// r.URL.Query drops what does not parse (a pair holding ";",
+		// which Go no longer reads as a separator, or a bad escape) and
+		// answers from the rest: refused here instead, naming why.
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("%w: query %q: %v (separate parameters with \"&\", and escape \";\" as %%3B)", errBadRequest, r.URL.RawQuery, err))
+			return
+		}
 		for _, k := range slices.Sorted(maps.Keys(q)) {
 			if slices.Contains(takes, k) {
 				if n := len(q[k]); n > 1 {

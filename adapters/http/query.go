@@ -480,7 +480,16 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prices, priceErr := s.summaryPrices()
-	if r.URL.Query().Get("summary") == "true" {
+	summary := false
+	switch v := r.URL.Query().Get("summary"); v {
+	case "true":
+		summary = true
+	case "", "false":
+	default:
+		s.fail(w, r, fmt.Errorf("%w: summary %q: want true or false", errBadRequest, v))
+		return
+	}
+	if summary {
 		sum := summaryWith(st, prices)
 		out := map[string]any{"session": sum, "checkpoint": cp, "now": s.cfg.Clock().UTC()}
 		if priceErr != "" {

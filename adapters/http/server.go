@@ -269,8 +269,8 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 			// A media type's name is case-insensitive (RFC 9110 8.3.1):
 			// "Application/JSON; charset=utf-8" is JSON, and
 			// "application/jsonx" is not.
-			if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-				s.fail(w, r, fmt.Errorf("%w: Content-Type %q: want application/json", errBadRequest, ct))
+			if err := jsonContentType(r.Header); err != nil {
+				s.fail(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
 				return
 			}
 			if o := r.Header.Get("Origin"); o != "" && !SameOrigin(o, r.Host) {
@@ -485,9 +485,26 @@ func errNotFound(path string) error {
 	return fmt.Errorf("%w: no endpoint %s (see /v1/openapi.json)", events.ErrNotFound, path)
 }
 
-// isJSON reports whether ct, a Content-Type header's value, names the
-// media type application/json, in any case, with or without parameters.
-func isJSON(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "application/json"
+// jsonContentType returns why h's Content-Type does not say JSON as the
+// API reads it, nil when it does: one Content-Type header, naming the
+// media type application/json in any case (RFC 9110 8.3.1), with no
+// charset or charset utf-8 (RFC 8259 8.1: JSON between systems is
+// UTF-8; a body said to be in another is not read as if it were not).
+func jsonContentType(h http.Header) error {
+	cts := h.Values("Content-Type")
+	if len(cts) > 1 {
+		return fmt.Errorf("Content-Type given %d times: want one, application/json", len(cts))
+	}
+	ct := ""
+	if len(cts) == 1 {
+		ct = cts[0]
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return fmt.Errorf("Content-Type %q: want application/json", ct)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return fmt.Errorf("Content-Type %q: charset %q: JSON is read as UTF-8 only (charset utf-8, or none)", ct, cs)
+	}
+	return nil
 }

@@ -231,12 +231,20 @@ func (e *httpError) Unwrap() error { return e.err }
 // gzip, and tells whether it is JSON (else protobuf).
 func (r *Receiver) body(w http.ResponseWriter, req *http.Request) ([]byte, bool, error) {
 	limit := r.maxBody()
-	ct, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if n := len(req.Header.Values("Content-Type")); n > 1 {
+		return nil, false, &httpError{http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type given %d times: want one, %s or %s", n, typeProto, typeJSON)}
+	}
+	ct, params, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	var isJSON bool
 	switch ct {
 	case typeProto:
 	case typeJSON:
 		isJSON = true
+		// OTLP/JSON is UTF-8 (RFC 8259 8.1): a body said to be in
+		// another charset is not read as if it were not.
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return nil, false, &httpError{http.StatusUnsupportedMediaType, fmt.Errorf("content type %s; charset %q: want utf-8 or none", ct, cs)}
+		}
 	default:
 		return nil, false, &httpError{http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: want %s or %s", ct, typeProto, typeJSON)}
 	}

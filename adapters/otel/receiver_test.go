@@ -428,6 +428,7 @@ func TestReceiver_BadInput(t *testing.T) {
 		t.Errorf("a body with a secret that does not decode: %s %q; said %q", resp0.Status, b0, said.String())
 	}
 	refused("ContentType", 415, post(t, url+otel.PathLogs, "text/plain", "", good))
+	refused("Charset", 415, post(t, url+otel.PathLogs, "application/json; charset=utf-16", "", good))
 	refused("Encoding", 415, post(t, url+otel.PathLogs, "application/x-protobuf", "br", good))
 	// 100 MB, announced, streamed without a length, and as a small gzip
 	// that inflates past the cap.
