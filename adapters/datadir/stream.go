@@ -25,6 +25,11 @@ type StreamRecord struct {
 	// file's URL), its password hidden (natslog.RedactURL); "" for the
 	// data dir's own log in jetstream/.
 	Remote string `json:"remote,omitempty"`
+	// Reader says the last serve on the data dir ran --role reader (a
+	// follower): it takes no hooks and never delivers a spool, so a hook
+	// on the data dir while it is stopped keeps nothing either
+	// (cmd/internal/hookfast.ReaderDataDir).
+	Reader bool `json:"reader,omitempty"`
 }
 
 // ReadStreamRecord reads the data dir's stream.json; have is false when
@@ -48,9 +53,9 @@ func (d Dir) ReadStreamRecord() (r StreamRecord, have bool, err error) {
 
 // WriteStreamRecord writes stream.json (0600, whole or not at all) for the
 // stream id, read from remote (StreamRecord.Remote; "" for the data
-// dir's own log).
-func (d Dir) WriteStreamRecord(id natslog.Identity, remote string) error {
-	b, _ := json.MarshalIndent(StreamRecord{Stream: natslog.StreamName, Created: id.Created, Gone: id.Gone(), Remote: natslog.RedactURL(remote)}, "", "  ")
+// dir's own log) by a serve --role reader or not (StreamRecord.Reader).
+func (d Dir) WriteStreamRecord(id natslog.Identity, remote string, reader bool) error {
+	b, _ := json.MarshalIndent(StreamRecord{Stream: natslog.StreamName, Created: id.Created, Gone: id.Gone(), Remote: natslog.RedactURL(remote), Reader: reader}, "", "  ")
 	return WriteFileAtomic(d.Path("stream.json"), b, 0o600)
 }
 

@@ -354,8 +354,12 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	if p.Server == nil {
 		remote = cfg.URL
 	}
+	role := "writer"
+	if cfg.Reader {
+		role = "reader"
+	}
 	p.Store, err = OpenViews(ctx, Views{Dir: dd, Log: p.Log, CacheSize: cfg.ViewsCache, FS: p.Pause.ViewsFS(dd.Path("views")),
-		AcceptLoss: cfg.AcceptLoss, Said: func(line string) { fmt.Fprintf(cfg.Stderr, "logbook: %s\n", line) }, Remote: remote})
+		AcceptLoss: cfg.AcceptLoss, Said: func(line string) { fmt.Fprintf(cfg.Stderr, "logbook: %s\n", line) }, Remote: remote, Role: role})
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,12 @@ type Views struct {
 	// command that finds the data dir without its serve says where its
 	// log is rather than starting an empty one (datadir.Dir.FollowerError).
 	Remote string
+	// Role, when not "", is the role of the serve opening the views,
+	// "reader" or "writer", kept in stream.json (StreamRecord.Reader) so
+	// that a hook on the data dir of a stopped reader knows its spool is
+	// never delivered; "" (a command that is not serve) keeps what is
+	// recorded.
+	Role string
 }
 
 // OpenViews opens the projections in v.Dir, after checking that v.Log
@@ -125,8 +131,12 @@ func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 		}
 		have = false
 	}
-	if !have || rec.Remote != natslog.RedactURL(v.Remote) {
-		if err := dd.WriteStreamRecord(id, v.Remote); err != nil {
+	reader := rec.Reader
+	if v.Role != "" {
+		reader = v.Role == "reader"
+	}
+	if !have || rec.Remote != natslog.RedactURL(v.Remote) || rec.Reader != reader {
+		if err := dd.WriteStreamRecord(id, v.Remote, reader); err != nil {
 			store.Close()
 			return nil, fmt.Errorf("write %s: %w", dd.Path("stream.json"), err)
 		}

@@ -115,6 +115,23 @@ func TestFollowerStopped_NoLogStartedThere(t *testing.T) {
 		}
 	}
 	stop(f)
+	// Stopped, the follower's data dir still says whose it is: a hook
+	// there keeps nothing either (a reader started again would never
+	// deliver it).
+	for _, args := range [][]string{
+		{bin, "hook", "claude", "--data", follower},
+		{hookBin, "claude", "--data", follower},
+	} {
+		c := exec.Command(args[0], args[1:]...)
+		c.Stdin = strings.NewReader(hook)
+		out, err := c.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "is a follower's") {
+			t.Errorf("%s on a stopped follower's data dir: %v\n%s\nwant exit 1 saying it is a follower's", strings.Join(args, " "), err, out)
+		}
+		if kept, _ := filepath.Glob(filepath.Join(follower, "spool", "*.json")); len(kept) > 0 {
+			t.Errorf("%s kept %s in the stopped follower's spool", strings.Join(args, " "), kept)
+		}
+	}
 
 	for _, args := range [][]string{
 		{"sessions", "--data", follower, "--creds", filepath.Join(origin, "creds-reader.json")},

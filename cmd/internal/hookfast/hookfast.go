@@ -434,12 +434,22 @@ func serveJSON(dir string) (named, reader bool) {
 	return true, si.Reader
 }
 
-// ReaderDataDir reports whether data dir dir is that of a running serve
-// --role reader (its serve.json says so), where a hook must neither
-// deliver nor spool (ReaderDataDirMessage).
+// ReaderDataDir reports whether data dir dir is a follower's, where a
+// hook must neither deliver nor spool (ReaderDataDirMessage): its
+// running serve is --role reader (serve.json says so), or, with none
+// running, the last serve there was (stream.json's "reader"). A stopped
+// reader's data dir keeps its stream.json; a writer's serve started there
+// since has rewritten it.
 func ReaderDataDir(dir string) bool {
-	_, reader := serveJSON(dir)
-	return reader
+	named, reader := serveJSON(dir)
+	if named {
+		return reader
+	}
+	var rec struct {
+		Reader bool `json:"reader"`
+	}
+	b, err := hookspool.ReadRegular(filepath.Join(dir, "stream.json"), maxSmallFile)
+	return err == nil && json.Unmarshal(b, &rec) == nil && rec.Reader
 }
 
 // ReaderDataDirMessage is what a hook says, exit 1, keeping nothing, on
@@ -447,7 +457,7 @@ func ReaderDataDir(dir string) bool {
 // server's log, takes no hooks and never delivers a spool, so a payload
 // kept there would wait for good.
 func ReaderDataDirMessage(dir string) string {
-	return fmt.Sprintf("the payload was not delivered nor kept: the data dir %s is a follower's (its serve runs --role reader, which takes no hooks and never delivers a spool); point the hook's --data at the data dir of the serve that appends to the log", dir)
+	return fmt.Sprintf("the payload was not delivered nor kept: the data dir %s is a follower's (its serve runs --role reader, which takes no hooks and never delivers a spool, whether it runs now or not); point the hook's --data at the data dir of the serve that appends to the log", dir)
 }
 
 // errRefused is the server refusing the payload as bad input.
