@@ -52,10 +52,13 @@ func (d Dir) ReadStreamRecord() (r StreamRecord, have bool, err error) {
 }
 
 // WriteStreamRecord writes stream.json (0600, whole or not at all) for the
-// stream id, read from remote (StreamRecord.Remote; "" for the data
-// dir's own log) by a serve --role reader or not (StreamRecord.Reader).
-func (d Dir) WriteStreamRecord(id natslog.Identity, remote string, reader bool) error {
-	b, _ := json.MarshalIndent(StreamRecord{Stream: natslog.StreamName, Created: id.Created, Gone: id.Gone(), Remote: natslog.RedactURL(remote), Reader: reader}, "", "  ")
+// stream id, of which gone sequences are accepted as lost (at least
+// id.Gone(), the server's count; more when a walk of the stream found
+// messages lost in place, natslog.Log.FindMissing), read from remote
+// (StreamRecord.Remote; "" for the data dir's own log) by a serve --role
+// reader or not (StreamRecord.Reader).
+func (d Dir) WriteStreamRecord(id natslog.Identity, gone uint64, remote string, reader bool) error {
+	b, _ := json.MarshalIndent(StreamRecord{Stream: natslog.StreamName, Created: id.Created, Gone: max(gone, id.Gone()), Remote: natslog.RedactURL(remote), Reader: reader}, "", "  ")
 	return WriteFileAtomic(d.Path("stream.json"), b, 0o600)
 }
 

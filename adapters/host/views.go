@@ -51,7 +51,10 @@ type Views struct {
 // stream.json). When it does not, it returns datadir.StreamLossError
 // naming both sequences; with v.AcceptLoss it renames the projection to
 // views.lost-<unix time>, says so through v.Said and opens an empty one
-// to rebuild. It writes stream.json when there was none and takes group
+// to rebuild; with v.AcceptLoss it also walks the whole log
+// (natslog.Log.FindMissing), so that a message lost in place, which the
+// server's counts miss, is accepted alike, and records what the walk
+// counted as accepted. It writes stream.json when there was none and takes group
 // and other permissions away from the data dir (Pebble makes its
 // directory 0755). A corrupt store fails with an error wrapping
 // projections.ErrCorrupt; one because another process holds the
@@ -114,6 +117,22 @@ func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 		store.Close()
 		return nil, err
 	}
+	gone := rec.Gone
+	if v.AcceptLoss {
+		// The server's counts miss a message lost in place (a block
+		// damaged in its middle), which serve's walk of the log names at
+		// each start: accepted here too, counted by the same walk, so
+		// that the starts after are quiet. It reads the whole log.
+		m, err := log.FindMissing(ctx)
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		if loss == "" && have && m.Count > rec.Gone {
+			loss = m.String()
+		}
+		gone = max(gone, m.Count)
+	}
 	if loss != "" {
 		store.Close()
 		if !v.AcceptLoss {
@@ -135,8 +154,8 @@ func OpenViews(ctx context.Context, v Views) (*projections.Store, error) {
 	if v.Role != "" {
 		reader = v.Role == "reader"
 	}
-	if !have || rec.Remote != natslog.RedactURL(v.Remote) || rec.Reader != reader {
-		if err := dd.WriteStreamRecord(id, v.Remote, reader); err != nil {
+	if !have || rec.Remote != natslog.RedactURL(v.Remote) || rec.Reader != reader || gone > rec.Gone {
+		if err := dd.WriteStreamRecord(id, gone, v.Remote, reader); err != nil {
 			store.Close()
 			return nil, fmt.Errorf("write %s: %w", dd.Path("stream.json"), err)
 		}
