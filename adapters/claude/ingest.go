@@ -247,9 +247,9 @@ func (in *Ingester) knowNew(ctx context.Context, ts []Transcript) {
 			aggs = append(aggs, agg)
 		}
 		for _, sa := range t.Subagents {
-			agentID := strings.TrimPrefix(sa.AgentID, "agent-")
-			if agentID == "" {
-				agentID = ingest.SanitizeID(strings.TrimSuffix(filepath.Base(sa.Path), ".jsonl"))
+			agentID, err := subagentID(sa)
+			if err != nil {
+				continue
 			}
 			if agg, err := SessionAggregate(t.SessionID, agentID); err == nil {
 				aggs = append(aggs, agg)
@@ -264,7 +264,9 @@ func (in *Ingester) knowNew(ctx context.Context, ts []Transcript) {
 // The session is the one the transcript's lines name (sessionId), else
 // the one an earlier import of the file went to (the import index), else
 // t.SessionID; each subagent is its own session, agent-<id>, whose parent
-// it names.
+// is the session its lines name, else t's (planSubagent): a subagent's
+// transcript with no parent that can name a session, or with no agent
+// id, is refused naming its file, before anything of t is appended.
 func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress func(path string, line int)) ([]ingest.FileResult, error) {
 	var out []ingest.FileResult
 	step := func(path string) func(int) {
@@ -298,19 +300,22 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 			return nil, fmt.Errorf("%s: session id: %w; the file is named so, and no line of it names the session it belongs to (a subagent's lines name their parent's): a subagent's transcript is imported from its parent's subagents directory (<session>/subagents/agent-<id>.jsonl)", t.Path, err)
 		}
 	}
+	// Every subagent's session and parent are settled before anything
+	// is appended: one with no parent it can name is refused, and
+	// nothing of the transcript or its subagents is appended.
+	subs := make([]subagentPlan, 0, len(t.Subagents))
+	for _, sa := range t.Subagents {
+		p, err := in.planSubagent(ctx, sa, sid)
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, p)
+	}
 	// Subagents first: a subagent's lines were written before its parent
 	// read its result, and the parent's result releases the subagent.
-	for _, sa := range t.Subagents {
-		agentID := strings.TrimPrefix(sa.AgentID, "agent-")
-		if agentID == "" {
-			// No agent id in its name or lines: the file itself names it.
-			agentID = ingest.SanitizeID(strings.TrimSuffix(filepath.Base(sa.Path), ".jsonl"))
-		}
-		agg, err := SessionAggregate(sid, agentID)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", sa.Path, err)
-		}
-		r, err := in.ImportFile(ctx, sa.Path, agg, step(sa.Path))
+	for _, p := range subs {
+		sa := p.sa
+		r, err := in.Ingester.ImportFile(ctx, sa.Path, p.agg, in.subagentLines(p), step(sa.Path))
 		out = append(out, r)
 		if err != nil {
 			return out, err
@@ -328,6 +333,92 @@ func (in *Ingester) ImportTranscript(ctx context.Context, t Transcript, progress
 		}
 	}
 	return out, nil
+}
+
+// subagentPlan is where a subagent's transcript goes: its session
+// (agent-<agentID>) and the parent session it is filed under.
+type subagentPlan struct {
+	sa      Subagent
+	agentID string
+	parent  string
+	agg     events.Aggregate
+}
+
+// subagentID returns the agent id of the subagent transcript sa: the
+// one its file name (agent-<id>.jsonl) or its lines gave (Discover),
+// else, for a file named otherwise, its name. A file named
+// "agent-.jsonl" whose lines name no agentId has none: an error naming
+// the file.
+func subagentID(sa Subagent) (string, error) {
+	if sa.AgentID != "" {
+		return sa.AgentID, nil
+	}
+	base := strings.TrimSuffix(filepath.Base(sa.Path), ".jsonl")
+	if strings.HasPrefix(base, events.SubagentPrefix) {
+		return "", fmt.Errorf("%s: subagent transcript: no agent id: the file is named %s.jsonl, with nothing after %q, and no line of it names an agentId", sa.Path, base, events.SubagentPrefix)
+	}
+	// No agent id in its name or lines: the file itself names it.
+	return ingest.SanitizeID(base), nil
+}
+
+// planSubagent settles the session and the parent of the subagent
+// transcript sa, found under the session dirSession (its directory's,
+// or the one its parent transcript's lines name). The parent is the
+// session its own lines name (sessionIDOf: the first sessionId that can
+// name a session of its own), else dirSession; the agent id is
+// subagentID's. Refused, with an error naming the file: no agent id, no
+// parent that can name a session (events.ValidOwnSessionID: a directory
+// named "agent-<id>" or holding a space, lines naming none), a subagent
+// session id too long, or a parent session of another agent's
+// (session.CheckParent).
+func (in *Ingester) planSubagent(ctx context.Context, sa Subagent, dirSession string) (subagentPlan, error) {
+	agentID, err := subagentID(sa)
+	if err != nil {
+		return subagentPlan{}, err
+	}
+	parent := in.sessionIDOf(sa.Path)
+	if parent == "" {
+		parent = dirSession
+		if err := events.ValidOwnSessionID(parent); err != nil {
+			return subagentPlan{}, fmt.Errorf("%s: subagent transcript: no parent session: no line of it names a sessionId that can name one, and the session of the directory it lies under cannot: %w; a subagent's transcript lies in its parent's subagents directory (<session>/subagents/agent-<id>.jsonl)", sa.Path, err)
+		}
+	}
+	agg, err := SessionAggregate(parent, agentID)
+	if err != nil {
+		return subagentPlan{}, fmt.Errorf("%s: subagent transcript: agent id: %w", sa.Path, err)
+	}
+	pagg, err := SessionAggregate(parent, "")
+	if err != nil {
+		return subagentPlan{}, fmt.Errorf("%s: subagent transcript: parent: %w", sa.Path, err)
+	}
+	st, err := in.Sessions().State(ctx, pagg)
+	if err != nil {
+		return subagentPlan{}, fmt.Errorf("%s: subagent transcript: read its parent session %s: %w", sa.Path, parent, err)
+	}
+	if err := session.CheckParent(st, Agent, agg.ID); err != nil {
+		return subagentPlan{}, fmt.Errorf("%s: subagent transcript: %w", sa.Path, err)
+	}
+	return subagentPlan{sa: sa, agentID: agentID, parent: parent, agg: agg}, nil
+}
+
+// subagentLines is Lines for the subagent transcript p: a line that
+// names no agentId or no sessionId (or one that can name no session)
+// is read as naming p's, so that the subagent's session starts with its
+// parent, as its own hooks name it, whatever line comes first.
+func (in *Ingester) subagentLines(p subagentPlan) ingest.LineSource {
+	src := in.Lines()
+	parse := src.Parse
+	src.Parse = func(path string, n int, b []byte) (events.Observation, error) {
+		o, err := parse(path, n, b)
+		if o.Meta.AgentID == "" {
+			o.Meta.AgentID = p.agentID
+		}
+		if o.Meta.SessionID == "" {
+			o.Meta.SessionID = p.parent
+		}
+		return o, err
+	}
+	return src
 }
 
 // WatchConfig configures Watch: ingest.WatchConfig, whose Accept and

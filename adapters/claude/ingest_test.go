@@ -750,3 +750,83 @@ func TestImportFile_MoreUntilTheLast(t *testing.T) {
 		t.Errorf("not importing halfway through the pass")
 	}
 }
+
+// TestImportTranscript_SubagentParent: a subagent's transcript always
+// goes to its session, agent-<agent id>, with its parent: the session
+// its lines name, else its directory's. agent-agent-q.jsonl is agent
+// agent-q's (session agent-agent-q, where its hooks go), its prefix
+// taken off once; a file whose lines name no session takes its
+// directory's. One with no agent id (agent-.jsonl) or no parent that
+// can name a session (a directory agent-zzz or "a b", lines naming none
+// that can) is refused naming the file, and nothing of its transcript
+// is appended.
+func TestImportTranscript_SubagentParent(t *testing.T) {
+	t.Parallel()
+	l := ingesttest.OpenLog(t)
+	in := newTestIngester(t, l)
+	dir := t.TempDir()
+	lines := func(sid, agentID string) []string {
+		var out []string
+		for _, s := range []string{fxUser("u1", "", "one"), fxAssistant("a1", "u1", "two")} {
+			s = strings.ReplaceAll(s, `"sessionId":"s-1",`, sid)
+			if agentID != "" {
+				s = `{"agentId":"` + agentID + `",` + s[1:]
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	add := func(path string, lines ...string) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ingesttest.AppendFile(t, path, lines...)
+	}
+	const p = "5e551011-0000-4000-8000-0000000000d1"
+	named := `"sessionId":"` + p + `",`
+	add(filepath.Join(dir, "ok", p+".jsonl"), lines(named, "")...)
+	add(filepath.Join(dir, "ok", p, "subagents", "agent-agent-q.jsonl"), lines(named, "agent-q")...)
+	add(filepath.Join(dir, "ok", p, "subagents", "agent-r1.jsonl"), lines("", "")...)
+	imp := func(sub string) ([]ingest.FileResult, error) {
+		ts, err := Discover(filepath.Join(dir, sub))
+		if err != nil || len(ts) != 1 {
+			t.Fatalf("discover %s: %+v, %v", sub, ts, err)
+		}
+		return in.ImportTranscript(t.Context(), ts[0], nil)
+	}
+	if rs, err := imp("ok"); err != nil || len(rs) != 3 {
+		t.Fatalf("import: %+v, %v", rs, err)
+	}
+	for id, want := range map[string]string{"agent-agent-q": "agent-q", "agent-r1": "r1"} {
+		if st := ingesttest.StateOf(t, l, id); st.Lines != 2 || st.Parent != p || st.AgentID != want {
+			t.Errorf("session %s: %d lines, parent %q, agent id %q; want 2, %s, %s", id, st.Lines, st.Parent, st.AgentID, p, want)
+		}
+	}
+	if st := ingesttest.StateOf(t, l, "agent-q"); st.Exists() {
+		t.Errorf("session agent-q: %+v", st)
+	}
+
+	for _, c := range []struct{ sub, file, sid, want string }{
+		{"empty", filepath.Join(p, "subagents", "agent-.jsonl"), named, `: subagent transcript: no agent id: the file is named agent-.jsonl, with nothing after "agent-", and no line of it names an agentId`},
+		{"t1", filepath.Join("agent-zzz", "subagents", "agent-abc.jsonl"), `"sessionId":"agent-zzz",`, `: subagent transcript: no parent session: no line of it names a sessionId that can name one, and the session of the directory it lies under cannot: events: malformed event: id "agent-zzz" begins with "agent-"`},
+		{"t2", filepath.Join("a b", "subagents", "agent-abd.jsonl"), `"sessionId":"a b",`, `: subagent transcript: no parent session: no line of it names a sessionId that can name one, and the session of the directory it lies under cannot: events: malformed event: id "a b": byte`},
+	} {
+		path := filepath.Join(dir, c.sub, c.file)
+		add(path, lines(c.sid, "")...)
+		if c.sub == "empty" {
+			add(filepath.Join(dir, c.sub, p+".jsonl"), lines(named, "")...)
+		}
+		rs, err := imp(c.sub)
+		if err == nil || !strings.HasPrefix(err.Error(), path+c.want) || len(rs) != 0 {
+			t.Errorf("%s: %+v, %v; want %s%s", c.file, rs, err, path, c.want)
+		}
+	}
+	for _, id := range []string{"agent-agent-", "agent-abc", "agent-abd", "agent-zzz"} {
+		if st := ingesttest.StateOf(t, l, id); st.Exists() {
+			t.Errorf("session %s: %+v", id, st)
+		}
+	}
+	if st := ingesttest.StateOf(t, l, p); st.Lines != 2 {
+		t.Errorf("session %s: %d lines, want the 2 of its first import only", p, st.Lines)
+	}
+}

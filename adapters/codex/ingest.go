@@ -16,6 +16,7 @@ import (
 
 	"github.com/logbook-dev/logbook/adapters/ingest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/logbook-dev/logbook/reducers/session"
 )
 
 // Ingester turns Codex CLI rollouts and notify payloads into session
@@ -167,7 +168,10 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 	if errors.Is(err, ingest.ErrPrivate) {
 		return ingest.FileResult{Path: path}, err
 	}
-	var agg events.Aggregate
+	var (
+		agg   events.Aggregate
+		first ingest.Line
+	)
 	if err != nil {
 		// Named by its file name; the import reports why it cannot be read.
 		agg = sessionOf(path, ingest.Line{}, err)
@@ -175,6 +179,9 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 		defer f.Close()
 		l, err := ingest.FirstLineOf(f, path)
 		agg = sessionOf(path, l, err)
+		if err == nil {
+			first = l
+		}
 	}
 	if err := agg.Validate(); err != nil {
 		return ingest.FileResult{Path: path}, fmt.Errorf("%s: session id: %w", path, err)
@@ -183,6 +190,9 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 		// Named after its file, "agent-<id>.jsonl": a session of a
 		// subagent's name would take in that subagent's reports.
 		return ingest.FileResult{Path: path}, fmt.Errorf("%s: session id: %w, and its first line names no other session", path, err)
+	}
+	if err := in.checkParent(ctx, path, agg, first); err != nil {
+		return ingest.FileResult{Path: path}, err
 	}
 	in.mu.Lock()
 	st := in.states[path].Clone()
@@ -207,6 +217,31 @@ func (in *Ingester) ImportFile(ctx context.Context, path string, progress func(l
 		in.mu.Unlock()
 	}
 	return res, err
+}
+
+// checkParent refuses the rollout at path, whose session is agg and
+// whose first line is first, when that line is a subagent's session_meta
+// naming a parent thread whose session in the log is another agent's
+// (session.CheckParent: a Claude Code session, a harness's): a Codex
+// thread is never filed as another agent's subagent. A parent thread id
+// that can name no session is refused by Parser.Line, at its line.
+func (in *Ingester) checkParent(ctx context.Context, path string, agg events.Aggregate, first ingest.Line) error {
+	if first.Bytes == nil {
+		return nil
+	}
+	var st FileState
+	if _, err := in.parser.Line(&st, path, first.N, first.Bytes); err != nil || st.Parent == "" {
+		return nil
+	}
+	parent := events.Aggregate{Kind: events.KindSession, ID: st.Parent}
+	ps, err := in.base.Sessions().State(ctx, parent)
+	if err != nil {
+		return fmt.Errorf("%s:%d: session_meta: read the parent thread's session %s: %w", path, first.N, st.Parent, err)
+	}
+	if err := session.CheckParent(ps, Agent, agg.ID); err != nil {
+		return fmt.Errorf("%s:%d: session_meta: source.subagent.thread_spawn.parent_thread_id: %w", path, first.N, err)
+	}
+	return nil
 }
 
 // rebuild parses lines 1..upto of f, the rollout opened from path, into

@@ -114,6 +114,9 @@ type FileState struct {
 	// execs holds the call ids of exec_command calls, whose output may
 	// leave a background terminal running.
 	execs map[string]bool
+	// badParent is why the session_meta just read names a parent thread
+	// id that can name no session; Line refuses that line with it.
+	badParent error
 }
 
 // Clone returns a copy of s that shares nothing with it.
@@ -240,7 +243,10 @@ const (
 // ingest.ErrDuplicateKey (a member named twice in one object, at any
 // depth: its path), or
 // ingest.ErrSecretID when a redaction rule matches one of the line's ids
-// (ids are never redacted); the observation is still returned, Kind
+// (ids are never redacted), or events.ErrMalformed when the thread's
+// session_meta names a parent thread id that can name no session
+// (events.ValidOwnSessionID; events.ErrSubagentID too for "agent-<id>");
+// the observation is still returned, Kind
 // "invalid", with Raw and the error in Problems, so an importer can
 // record it (--skip-invalid).
 func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Observation, error) {
@@ -291,6 +297,14 @@ func (p *Parser) Line(st *FileState, path string, n int, b []byte) (events.Obser
 	}
 	o.Signals = sigs
 	o.Problems = append(o.Problems, probs...)
+	if err := st.badParent; err != nil {
+		// Recorded as an invalid line, as one whose ids a rule matches.
+		st.badParent = nil
+		lerr := &ingest.LineError{Path: path, Line: n, Err: err}
+		o = events.Observation{Key: o.Key, Parser: o.Parser, Path: path, Line: n, Kind: "invalid",
+			Meta: events.Meta{Agent: Agent}, Problems: []string{fmt.Sprintf("line %d: %v", n, err)}}
+		return p.finish(o, b), lerr
+	}
 	if err := ingest.SecretID(p.red, o); err != nil {
 		// Recorded as an invalid line: no ids, no signals.
 		lerr := &ingest.LineError{Path: path, Line: n, Err: err}
@@ -443,6 +457,15 @@ func sessionMeta(st *FileState, pl object, o *events.Observation) []events.Sig {
 		o.Meta.SessionID = ""
 	}
 	o.Meta.ForkedFrom = st.ForkedFrom
+	if parent, _, _ := spawnedBy(pl); parent != "" && parent != id {
+		if err := events.ValidOwnSessionID(parent); err != nil {
+			// A parent no session can have (a byte outside
+			// [A-Za-z0-9_-], too long, a subagent's "agent-<id>"): the
+			// thread is no one's subagent, and not filed as one.
+			st.badParent = fmt.Errorf("session_meta: the parent thread id (source.subagent.thread_spawn.parent_thread_id, %d bytes) can name no session: %w", len(parent), err)
+			return nil
+		}
+	}
 	if parent, role, depth := spawnedBy(pl); parent != "" && parent != id {
 		// A subagent's thread: its session is its own, linked to the
 		// parent's as Claude Code's subagents are (Meta.AgentID its own

@@ -3,12 +3,15 @@ package codex
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logbook-dev/logbook/adapters/internal/ingesttest"
 	"github.com/logbook-dev/logbook/events"
+	"github.com/oklog/ulid/v2"
 )
 
 // A session_meta whose id is no session id (a control character, a
@@ -69,5 +72,58 @@ func TestImport_SubagentSessionID(t *testing.T) {
 	_, err = p.Notify([]byte(`{"type":"agent-turn-complete","thread-id":"agent-x1","turn-id":"t1"}`))
 	if want := `codex notify: field "thread-id": events: malformed event: id "agent-x1" begins with "agent-"`; err == nil || !strings.HasPrefix(err.Error(), want) || CheckNotify([]byte(`{"type":"agent-turn-complete","thread-id":"agent-x1"}`)) == nil {
 		t.Errorf("notify: %v; want %s, from CheckNotify too", err, want)
+	}
+}
+
+// A subagent thread's parent_thread_id is checked as every session id
+// is (events.ValidOwnSessionID): a subagent's "agent-<id>", bytes
+// outside [A-Za-z0-9_-] or more than events.MaxIDLen of them refuse the
+// rollout at its session_meta line, naming the file and the line, and
+// nothing of it is appended. A parent thread whose session is another
+// agent's (a Claude Code session) is refused too, and that session
+// takes in no subagent; a Codex parent is linked, as before.
+func TestImport_SubagentParentChecked(t *testing.T) {
+	t.Parallel()
+	l := ingesttest.OpenLog(t)
+	in := newIngester(t, l, false)
+	ctx := t.Context()
+	spawned := func(id, parent string) string {
+		p, _ := json.Marshal(parent)
+		return ev(0, "session_meta", fmt.Sprintf(`{"id":%q,"cwd":"/home/user/p","originator":"codex-tui","cli_version":"0.147.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":%s,"depth":1}}},"thread_source":"subagent"}`, id, p))
+	}
+	const claude = "5e551011-0000-4000-8000-0000000000e1"
+	o := events.Observation{Key: "line:1", Parser: "test/1", Path: "/c.jsonl", Line: 1, Kind: "user", Meta: events.Meta{SessionID: claude},
+		Signals: []events.Sig{{Kind: events.SigPrompt}}}
+	if _, _, err := in.base.Observe(ctx, events.Aggregate{Kind: events.KindSession, ID: claude}, ulid.Make(), time.Now(), events.ClaudeLineObserved{Observation: o}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct{ parent, want string }{
+		{"agent-parent1", `:1: session_meta: the parent thread id (source.subagent.thread_spawn.parent_thread_id, 13 bytes) can name no session: events: malformed event: id "agent-parent1" begins with "agent-"`},
+		{"../../etc pass\nwd", `:1: session_meta: the parent thread id (source.subagent.thread_spawn.parent_thread_id, 17 bytes) can name no session: events: malformed event: id "../../etc pass\nwd": byte`},
+		{strings.Repeat("p", 300), `:1: session_meta: the parent thread id (source.subagent.thread_spawn.parent_thread_id, 300 bytes) can name no session: events: malformed event: id "ppp`},
+		{claude, `:1: session_meta: source.subagent.thread_spawn.parent_thread_id: parent of {id}: events: command rejected: session ` + claude + ` is claude-code's, the subagent codex's`},
+	} {
+		id := fmt.Sprintf("019e7000-0000-7000-8000-00000000000%d", i)
+		path := rolloutPath(t, id)
+		ingesttest.AppendFile(t, path, spawned(id, c.parent), turnStart(1, "t1"), userMsg(1, "hi"))
+		r, err := in.ImportFile(ctx, path, nil)
+		want := path + strings.ReplaceAll(c.want, "{id}", id)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || r.Appended != 0 {
+			t.Errorf("parent %.20q: %+v, %v; want %s", c.parent, r, err, want)
+		}
+		if st := ingesttest.StateOf(t, l, id); st.Exists() {
+			t.Errorf("session %s: %+v", id, st)
+		}
+	}
+	const codexParent = "019e6f00-0000-7000-8000-0000000000e2"
+	for _, f := range []struct{ id, first string }{{codexParent, meta(codexParent, "")}, {"019e7000-0000-7000-8000-0000000000e3", spawned("019e7000-0000-7000-8000-0000000000e3", codexParent)}} {
+		path := rolloutPath(t, f.id)
+		ingesttest.AppendFile(t, path, f.first, turnStart(1, "t1"), userMsg(1, "hi"))
+		if _, err := in.ImportFile(ctx, path, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := ingesttest.StateOf(t, l, "019e7000-0000-7000-8000-0000000000e3"); st.Parent != codexParent {
+		t.Errorf("a Codex parent: parent %q, want %s", st.Parent, codexParent)
 	}
 }

@@ -1209,3 +1209,24 @@ func (d *decider) waitsOnQuestion() bool {
 
 func backgroundID(task string) string { return "bg-" + task }
 func subagentID(id string) string     { return "agent-" + id }
+
+// CheckParent decides whether parent, the state of the session a new
+// subagent session names as its parent, may take in a subagent of agent
+// (a Codex thread's spawned thread, a Claude Code subagent): nil when no
+// such session exists yet or it is agent's own, else an error wrapping
+// events.ErrRejected naming both. A session of another agent Logbook
+// reads itself (Claude Code's, Codex CLI's) is never filed as another's
+// parent, nor one of another agent as theirs, as decideObserve refuses a
+// report of another agent: ids can meet, by chance or by a hostile file.
+// It decides on states only, before anything is appended: a stored log
+// folds as it did.
+func CheckParent(parent State, agent, child string) error {
+	if !parent.Exists() {
+		return nil
+	}
+	own := or(parent.Agent, "claude-code")
+	if agent = or(agent, "claude-code"); own == agent || !ownReader(agent) && !ownReader(own) {
+		return nil
+	}
+	return fmt.Errorf("parent of %s: %w: session %s is %s's, the subagent %s's, and no session is the parent of another agent's subagent", child, events.ErrRejected, parent.ID, own, agent)
+}

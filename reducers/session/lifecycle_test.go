@@ -474,3 +474,38 @@ func TestDecide_ResultBeforeUse_Orders(t *testing.T) {
 		}
 	})
 }
+
+// A subagent's parent is a session of its own agent: a Codex thread
+// names a Claude Code session, a Claude Code subagent a Codex thread, or
+// either a harness's session, and CheckParent refuses it naming both; a
+// parent not started yet, or the agent's own, is taken. Stored logs are
+// not touched: the check is on states.
+func TestCheckParent(t *testing.T) {
+	started := func(agent string) session.State {
+		h := &history{t: t, s: session.Init(events.Aggregate{Kind: events.KindSession, ID: "p1"})}
+		h.line(events.Meta{Agent: agent, SessionID: "p1"}, sig(events.SigPrompt))
+		return h.s
+	}
+	for _, c := range []struct {
+		parent  session.State
+		agent   string
+		refused string
+	}{
+		{session.Init(events.Aggregate{Kind: events.KindSession, ID: "p1"}), "codex", ""},
+		{started("codex"), "codex", ""},
+		{started(""), "claude-code", ""},
+		{started("claude-code"), "", ""},
+		{started("claude-code"), "codex", "session p1 is claude-code's, the subagent codex's"},
+		{started("codex"), "claude-code", "session p1 is codex's, the subagent claude-code's"},
+		{started("my-harness"), "codex", "session p1 is my-harness's, the subagent codex's"},
+		{started("my-harness"), "other-harness", ""},
+	} {
+		err := session.CheckParent(c.parent, c.agent, "child1")
+		if c.refused == "" && err != nil {
+			t.Errorf("parent %q, subagent of %q: %v, want it taken", c.parent.Agent, c.agent, err)
+		}
+		if c.refused != "" && (!errors.Is(err, events.ErrRejected) || !strings.Contains(err.Error(), "parent of child1: ") || !strings.Contains(err.Error(), c.refused)) {
+			t.Errorf("parent %q, subagent of %q: %v, want it refused: %s", c.parent.Agent, c.agent, err, c.refused)
+		}
+	}
+}
