@@ -156,6 +156,11 @@ func TestObservations_AnotherAgentsSession(t *testing.T) {
 		{`{"harness":"h","id":"x9","session":"B","kind":"k","meta":{"agent":"\u0441od\u0435x"},"signals":[{"kind":"session_start"}]}`, "400", `reads as codex`},
 		{`{"harness":"h","id":"x10","session":"B","kind":"k","meta":{"agent":"co\u200bdex"},"signals":[{"kind":"session_start"}]}`, "400", `reads as codex`},
 		{`{"harness":"h","id":"x11","session":"B","kind":"k","meta":{"agent":"claude\u2013code"},"signals":[{"kind":"session_start"}]}`, "400", `reads as claude-code`},
+		// Latin small capitals, which NFKD leaves alone, and a control
+		// character inside.
+		{`{"harness":"h","id":"x14","session":"B","kind":"k","meta":{"agent":"\u1d04odex"},"signals":[{"kind":"session_start"}]}`, "400", `reads as codex`},
+		{`{"harness":"h","id":"x15","session":"B","kind":"k","meta":{"agent":"c\u1d0fdex"},"signals":[{"kind":"session_start"}]}`, "400", `reads as codex`},
+		{`{"harness":"h","id":"x16","session":"B","kind":"k","meta":{"agent":"c\u0000odex"},"signals":[{"kind":"session_start"}]}`, "400", `reads as codex`},
 		// With no meta.agent the agent is the harness's name.
 		{`{"harness":"codex","id":"x12","session":"B","kind":"k","signals":[{"kind":"session_start"}]}`, "400", `harness "codex" with no meta.agent: the session's agent would be "codex", which reads as codex`},
 		{`{"harness":"claude_code","id":"x13","session":"B","kind":"k","signals":[{"kind":"session_start"}]}`, "400", `reads as claude-code`},

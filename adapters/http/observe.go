@@ -432,11 +432,13 @@ func agentSessionShape(id string) string {
 var ownAgents = map[string]string{"claudecode": "claude-code", "codex": "codex"}
 
 // lookalikes maps letters (lower case) that look like the Latin ones of
-// ownAgents' names onto those: Cyrillic and Greek letters, a dotless i,
-// and the digits read as o and l.
+// ownAgents' names onto those: Cyrillic and Greek letters, Latin small
+// capitals (which NFKD leaves as they are), a dotless i, and the digits
+// read as o and l.
 var lookalikes = map[rune]rune{
 	'а': 'a', 'с': 'c', 'ԁ': 'd', 'е': 'e', 'і': 'i', 'ӏ': 'l', 'о': 'o', 'х': 'x', 'ҽ': 'e', 'ꮯ': 'c',
 	'α': 'a', 'ε': 'e', 'ι': 'i', 'ο': 'o', 'χ': 'x', 'ϲ': 'c', 'ı': 'i', 'ɑ': 'a', 'ɩ': 'l',
+	'ᴀ': 'a', 'ᴄ': 'c', 'ᴅ': 'd', 'ᴇ': 'e', 'ʟ': 'l', 'ᴏ': 'o', 'ᴜ': 'u', 'ɪ': 'i',
 	'0': 'o', '1': 'l',
 }
 
@@ -445,8 +447,8 @@ var lookalikes = map[rune]rune{
 // person, or "" when it reads as neither: compared in lower case, after
 // Unicode compatibility decomposition (NFKD: fullwidth and styled
 // letters, ligatures) with the accents it splits off dropped, with
-// format characters (zero-width spaces and joiners, soft hyphens),
-// white space, dashes, dots and underscores ignored, and the letters of
+// format and control characters (zero-width spaces and joiners, soft
+// hyphens, NUL), white space, dashes, dots and underscores ignored, and the letters of
 // lookalikes read as the Latin ones they look like. "Claude-Code",
 // " codex ", "claude_code", "ＣＯＤＥＸ" and "сodex" (a Cyrillic с) all
 // read as one of them.
@@ -454,7 +456,7 @@ func ownAgentName(name string) string {
 	var b strings.Builder
 	for _, r := range norm.NFKD.String(name) {
 		switch {
-		case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Pd, unicode.Zs) || unicode.IsSpace(r):
+		case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Cc, unicode.Pd, unicode.Zs) || unicode.IsSpace(r):
 			continue
 		case r == '_' || r == '.' || r == '\u2212': // U+2212 MINUS SIGN is no dash (Pd)
 			continue
