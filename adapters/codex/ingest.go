@@ -241,8 +241,30 @@ func (in *Ingester) checkParent(ctx context.Context, path string, agg events.Agg
 	if err := session.CheckParent(ps, Agent, agg.ID); err != nil {
 		return fmt.Errorf("%s:%d: session_meta: source.subagent.thread_spawn.parent_thread_id: %w", path, first.N, err)
 	}
+	// A parent that descends from this thread (c1's parent c2, c2's
+	// c1) would make a loop of parents, in which neither is anyone's
+	// top: refused, as POST /v1/observations refuses a parent that is the
+	// session itself or one of its subagents. The walk up stops at a
+	// session with no parent, one not in the log yet, or maxAncestors.
+	up := ps
+	for range maxAncestors {
+		if up.Parent == "" {
+			return nil
+		}
+		if up.Parent == agg.ID {
+			return fmt.Errorf("%s:%d: session_meta: source.subagent.thread_spawn.parent_thread_id %s: %w: that thread descends from this one (%s), which would make a loop of parents", path, first.N, st.Parent, events.ErrRejected, agg.ID)
+		}
+		id := up.Parent
+		if up, err = in.base.Sessions().State(ctx, events.Aggregate{Kind: events.KindSession, ID: id}); err != nil {
+			return fmt.Errorf("%s:%d: session_meta: read an ancestor's session %s: %w", path, first.N, id, err)
+		}
+	}
 	return nil
 }
+
+// maxAncestors is how many parents checkParent walks up from a thread's
+// parent: more than any spawn tree nests.
+const maxAncestors = 64
 
 // rebuild parses lines 1..upto of f, the rollout opened from path, into
 // a fresh state; with no f (it could not be opened), the state is empty

@@ -126,4 +126,29 @@ func TestImport_SubagentParentChecked(t *testing.T) {
 	if st := ingesttest.StateOf(t, l, "019e7000-0000-7000-8000-0000000000e3"); st.Parent != codexParent {
 		t.Errorf("a Codex parent: parent %q, want %s", st.Parent, codexParent)
 	}
+	// A loop of parents: c1's parent is c2 (not in the log yet: taken),
+	// then c2's is c1, which descends from c2: refused, nothing of it
+	// appended. So is a longer loop, c3 → c4 → c5 → c3.
+	loop := []struct{ id, parent string }{
+		{"019e7000-0000-7000-8000-0000000000c1", "019e7000-0000-7000-8000-0000000000c2"},
+		{"019e7000-0000-7000-8000-0000000000c2", "019e7000-0000-7000-8000-0000000000c1"},
+		{"019e7000-0000-7000-8000-0000000000c3", "019e7000-0000-7000-8000-0000000000c5"},
+		{"019e7000-0000-7000-8000-0000000000c4", "019e7000-0000-7000-8000-0000000000c3"},
+		{"019e7000-0000-7000-8000-0000000000c5", "019e7000-0000-7000-8000-0000000000c4"},
+	}
+	for i, f := range loop {
+		path := rolloutPath(t, f.id)
+		ingesttest.AppendFile(t, path, spawned(f.id, f.parent), turnStart(1, "t1"), userMsg(1, "hi"))
+		r, err := in.ImportFile(ctx, path, nil)
+		closes := i == 1 || i == 4
+		if !closes && err != nil {
+			t.Fatalf("%s, parent %s: %v", f.id, f.parent, err)
+		}
+		if closes && (err == nil || !strings.Contains(err.Error(), "descends from this one ("+f.id+"), which would make a loop of parents") || r.Appended != 0) {
+			t.Errorf("%s, parent %s, closing a loop: %+v, %v; want it refused", f.id, f.parent, r, err)
+		}
+		if st := ingesttest.StateOf(t, l, f.id); closes && st.Exists() {
+			t.Errorf("session %s, closing a loop, was started: %+v", f.id, st)
+		}
+	}
 }
