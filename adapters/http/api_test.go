@@ -342,6 +342,8 @@ func TestGuard(t *testing.T) {
 	// A media type's name is case-insensitive (RFC 9110).
 	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Content-Type": {"Application/JSON; charset=UTF-8"}}, 200, nil)
 	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Origin": {"http://evil.example"}}, 403, &ae)
+	// Only one Origin is read: two are refused, not judged by the first.
+	e.do("POST", "/v1/observations", obs, http.Header{"Authorization": {"Bearer w-token"}, "Origin": {e.http.URL, "http://evil.example"}}, 403, &ae)
 	// DNS rebinding: a loopback server answers loopback names only.
 	e.do("GET", "/v1/sessions", "", http.Header{"Authorization": {"Bearer r-token"}, "Host": {"evil.example:7070"}}, 200, nil)
 	req, _ := http.NewRequest("GET", e.http.URL+"/v1/sessions", nil)

@@ -46,6 +46,10 @@ func TestErrors_NoGoInternalText(t *testing.T) {
 		{"GET", "/v1/sessions/" + sid(1) + "?summary=yes", "", 400, `summary \"yes\": want true or false`},
 		{"GET", "/v1/sessions/" + sid(1) + "?summary=TRUE", "", 400, `want true or false`},
 		{"GET", "/v1/sessions/" + sid(1) + "?summary=false", "", 200, `"session"`},
+		{"GET", "/v1/sessions/" + sid(1) + "?summary=", "", 400, `summary \"\": want true or false`},
+		{"GET", "/v1/sessions/" + sid(1) + "?summary", "", 400, `want true or false`},
+		{"GET", "/v1/usage?explain=1", "", 400, `explain \"1\": want true or false`},
+		{"GET", "/v1/usage?check=yes", "", 400, `check \"yes\": want true or false`},
 	} {
 		req, _ := http.NewRequest(tt.method, e.http.URL+tt.path, strings.NewReader(tt.body))
 		req.Header.Set("Content-Type", "application/json")

@@ -480,13 +480,9 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prices, priceErr := s.summaryPrices()
-	summary := false
-	switch v := r.URL.Query().Get("summary"); v {
-	case "true":
-		summary = true
-	case "", "false":
-	default:
-		s.fail(w, r, fmt.Errorf("%w: summary %q: want true or false", errBadRequest, v))
+	summary, err := boolParam(r.URL.Query(), "summary")
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	if summary {

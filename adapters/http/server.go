@@ -273,6 +273,10 @@ func (s *Server) guard(write bool, h http.HandlerFunc) http.HandlerFunc {
 				s.fail(w, r, fmt.Errorf("%w: %v", errBadRequest, err))
 				return
 			}
+			if os := r.Header.Values("Origin"); len(os) > 1 {
+				s.fail(w, r, fmt.Errorf("%w: Origin given %d times", errForbidden, len(os)))
+				return
+			}
 			if o := r.Header.Get("Origin"); o != "" && !SameOrigin(o, r.Host) {
 				s.fail(w, r, fmt.Errorf("%w: Origin %q is not this server", errForbidden, o))
 				return

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/logbook-dev/logbook/adapters/usage"
 	"github.com/logbook-dev/logbook/reducers/session"
@@ -53,7 +54,17 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: tz %v", errBadRequest, err))
 		return
 	}
-	q := usage.Query{By: v.Get("by"), Session: v.Get("session"), Loc: loc, Explain: v.Get("explain") == "true", Check: v.Get("check") == "true"}
+	explain, err := boolParam(v, "explain")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	check, err := boolParam(v, "check")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := usage.Query{By: v.Get("by"), Session: v.Get("session"), Loc: loc, Explain: explain, Check: check}
 	for _, name := range []string{"by", "session", "since", "tz"} {
 		if vs, ok := v[name]; ok && (len(vs) == 0 || vs[0] == "") {
 			s.fail(w, r, fmt.Errorf("%w: %s is given empty: give it a value or leave it out", errBadRequest, name))
@@ -92,4 +103,21 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// boolParam reads the query parameter name of v as a switch: false when
+// it is absent, true or false when it says so; anything else (empty,
+// "1", "TRUE", "yes") is a 400 naming it, never read as false.
+func boolParam(v url.Values, name string) (bool, error) {
+	vs, ok := v[name]
+	if !ok {
+		return false, nil
+	}
+	switch vs[0] {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: %s %q: want true or false", errBadRequest, name, vs[0])
 }
