@@ -78,6 +78,9 @@ type Env struct {
 	// Policy, if set, is the check of the data dir's policy.toml (the
 	// gate's rules); false: none to show (no such file).
 	Policy func() (Check, bool)
+	// Configs, if set, are the checks of the data dir's other files a
+	// person writes (redact.txt, notify.toml): one each that exists.
+	Configs func() []Check
 	// Message returns an error's message as a person reads it; nil:
 	// err.Error().
 	Message func(error) string
@@ -143,6 +146,9 @@ func Run(ctx context.Context, env Env) []Check {
 		if c, ok := env.Policy(); ok {
 			out = append(out, c)
 		}
+	}
+	if env.Configs != nil {
+		out = append(out, env.Configs()...)
 	}
 	out = append(out, Hooks())
 	out = append(out, agentDirs()...)

@@ -14,6 +14,7 @@ import (
 	"github.com/logbook-dev/logbook/adapters/doctor"
 	"github.com/logbook-dev/logbook/adapters/gate"
 	"github.com/logbook-dev/logbook/adapters/host"
+	"github.com/logbook-dev/logbook/adapters/notify"
 	"github.com/logbook-dev/logbook/adapters/term"
 )
 
@@ -100,6 +101,7 @@ func doctorEnv(g *globals, bwrap string) doctor.Env {
 	env.SandboxAllow, env.SandboxAllowErr = allowStrings(allow), err
 	env.Witness = func() (doctor.Check, bool) { return checkWitness(dd) }
 	env.Policy = func() (doctor.Check, bool) { return doctorPolicy(dd) }
+	env.Configs = func() []doctor.Check { return doctorConfigs(dd) }
 	env.Server = doctor.Server{
 		Status:      func(ctx context.Context) (api.StatusReply, error) { return host.ServeStatus(ctx, dd.dir(), g.reach()) },
 		Unavailable: host.UnavailableText,
@@ -139,6 +141,39 @@ func doctorPolicy(dd dataDir) (doctor.Check, bool) {
 		c.Fix = "fix it (`logbook policy check` names the line and column): serve does not start on it, and a running serve keeps the last version that parsed"
 	}
 	return c, true
+}
+
+// doctorConfigs checks the data dir's redact.txt and notify.toml, when
+// each is there, as the commands that read them do: a redact.txt that
+// does not read or compile stops serve and every command that redacts
+// (fail); a notify.toml that does not read or parse stops serve at its
+// start, and a running one keeps its last good config (fail).
+func doctorConfigs(dd dataDir) []doctor.Check {
+	var out []doctor.Check
+	if p := dd.path("redact.txt"); exists(p) {
+		c := doctor.Check{Name: "redact.txt", Status: doctor.OK, Detail: p + " compiles"}
+		if _, err := dd.parser(); err != nil {
+			c.Status, c.Detail = doctor.Fail, userMessage(err)
+			c.Fix = "fix or remove it: serve does not start on it, and commands that redact stop on it"
+		}
+		out = append(out, c)
+	}
+	if p := dd.path(notify.File); exists(p) {
+		c := doctor.Check{Name: "notify.toml", Status: doctor.OK, Detail: p + " parses"}
+		if _, _, err := notify.Load(p); err != nil {
+			c.Status, c.Detail = doctor.Fail, userMessage(err)
+			c.Fix = "fix it (the message names the line): serve does not start on it, and a running serve keeps the last version that parsed"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// exists reports whether there is anything at path (a symlink counts, as
+// do a FIFO and a directory: each is a fault doctor names).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // doctorConn is a backend as doctor's server check reads it.
