@@ -86,6 +86,11 @@ func (s Signing) Start(ctx context.Context) (*KeyWatch, *attestation.Key, error)
 				"pin the log's admin key with `logbook keys pin`", began, dd.KeyPath("admin.pub"))
 			return nil, nil, nil
 		}
+		if s.Reader {
+			// A reader appends nothing: only its reads are unjudged.
+			s.Say("no admin key pinned in %s: events are read unjudged; pin the cluster's admin key with `logbook keys pin`", dd.KeyPath("admin.pub"))
+			return nil, nil, nil
+		}
 		s.Say("no admin key pinned in %s: events are appended unsigned and read unjudged; pin the cluster's admin key with `logbook keys pin`", dd.KeyPath("admin.pub"))
 		return nil, nil, nil
 	case s.Reader:
