@@ -137,11 +137,16 @@ func (d Dir) Lock(role string) (*os.File, error) {
 
 // TryLock is Lock without the data dir's checks: one attempt at the flock.
 func (d Dir) TryLock(role string) (*os.File, error) {
-	f, err := os.OpenFile(d.Path("lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	// Not through a symbolic link: the lock is written (role and pid),
+	// and a link would have that written over whatever it names.
+	f, err := os.OpenFile(d.Path("lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		cause := err
 		if pe, ok := errors.AsType[*fs.PathError](err); ok {
 			cause = pe.Err
+		}
+		if errors.Is(cause, syscall.ELOOP) {
+			return nil, fmt.Errorf("data dir %s: its lock file %s is a symbolic link, which Logbook does not write through: remove it (it is made again)", d, d.Path("lock"))
 		}
 		if errors.Is(cause, syscall.EROFS) {
 			// Every command writes here: its lock, the log's store as

@@ -145,3 +145,28 @@ func TestWritesInto(t *testing.T) {
 		}
 	}
 }
+
+// TestTryLock_NoSymlink: a lock file that is a symbolic link is refused,
+// naming it, and what it names is not written.
+func TestTryLock_NoSymlink(t *testing.T) {
+	t.Parallel()
+	d := Dir(t.TempDir())
+	victim := filepath.Join(t.TempDir(), "victim.txt")
+	if err := os.WriteFile(victim, []byte("keep\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, d.Path("lock")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := d.TryLock("test")
+	if err == nil {
+		f.Close()
+		t.Fatal("a symlinked lock file was taken")
+	}
+	if !strings.Contains(err.Error(), "is a symbolic link") || !strings.Contains(err.Error(), d.Path("lock")) {
+		t.Errorf("TryLock: %v, want it to name the link", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+}
