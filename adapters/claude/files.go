@@ -278,8 +278,15 @@ func ImportFormat() ingest.Format[Transcript] {
 	return ingest.Format[Transcript]{
 		Noun: "transcript", What: "a Claude Code transcript", Ext: ".jsonl", Hint: " (a .jsonl file, as under ~/.claude/projects)",
 		NotOne: "not a Claude Code transcript: ", Looks: LooksLikeTranscript,
-		Discover:  func(paths []string) ([]Transcript, error) { return Discover(paths...) },
-		File:      func(t Transcript) (string, bool) { return t.Path, len(t.Subagents) == 0 },
+		Discover: func(paths []string) ([]Transcript, error) { return Discover(paths...) },
+		File:     func(t Transcript) (string, bool) { return t.Path, len(t.Subagents) == 0 },
+		Files: func(t Transcript) []string {
+			paths := make([]string, len(t.Subagents))
+			for i, sa := range t.Subagents {
+				paths[i] = sa.Path
+			}
+			return paths
+		},
 		EmptyDirs: "Claude Code transcripts (.jsonl files)",
 	}
 }

@@ -48,6 +48,10 @@ type Format[U any] struct {
 	// and whether it is u's only file: only then may it be noted as
 	// holding nothing to import yet.
 	File func(u U) (path string, only bool)
+	// Files, if set, returns every file u imports besides File's (a
+	// Claude Code transcript's subagent transcripts): a directory that
+	// holds only those is not noted as holding none (EmptyDirs).
+	Files func(u U) []string
 	// EmptyDirs, if set, names the files (plural) a named directory
 	// should hold: one with none is noted as skipped.
 	EmptyDirs string
@@ -151,6 +155,10 @@ func PlanImport[U any](f Format[U], paths, private []string) (*Plan[U], error) {
 	var looked []string // every file found, those set aside too
 	p.units = slices.DeleteFunc(units, func(u U) bool {
 		path, only := f.File(u)
+		if f.Files != nil {
+			// Taken with u unless u is set aside below, which notes it.
+			found = append(found, f.Files(u)...)
+		}
 		if path == "" {
 			return false
 		}
