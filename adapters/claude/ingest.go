@@ -232,6 +232,21 @@ func (in *Ingester) sessionIDOf(path string) string {
 	return v.SessionID
 }
 
+// agentIDOf returns the first agentId the lines of the transcript at
+// path name, "" for none (or a file that does not open).
+func (in *Ingester) agentIDOf(path string) string {
+	f, _, err := ingest.OpenTranscript(path, in.Private())
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	type line struct {
+		AgentID string `json:"agentId"`
+	}
+	v, _ := ingest.FirstOf(f, path, func(v line) bool { return v.AgentID != "" })
+	return v.AgentID
+}
+
 // knowNew tells the ingester which sessions of ts are new
 // (ingest.Ingester.KnowNew), before an import of ts begins: those of
 // the transcripts named after their session, as Claude Code names them,
@@ -375,6 +390,13 @@ func (in *Ingester) planSubagent(ctx context.Context, sa Subagent, dirSession st
 	agentID, err := subagentID(sa)
 	if err != nil {
 		return subagentPlan{}, err
+	}
+	if named := in.agentIDOf(sa.Path); named != "" && named != agentID {
+		// Claude Code names a subagent's transcript after its agentId:
+		// a file named after another agent than its lines name is not
+		// one of its, and either choice would split one agent in two
+		// sessions (the hooks name the lines' agent).
+		return subagentPlan{}, fmt.Errorf("%s: subagent transcript: its name gives agent id %q, its lines agentId %q: Claude Code names a subagent's transcript agent-<agentId>.jsonl; not imported", sa.Path, agentID, named)
 	}
 	parent := in.sessionIDOf(sa.Path)
 	if parent == "" {
