@@ -1,12 +1,11 @@
 package datadir
 
 import (
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/adapters/natslog"
 )
 
@@ -61,18 +60,11 @@ func TestStreamLoss(t *testing.T) {
 // files read the same way (key pins, the import index).
 func TestReadStreamRecord_NotARegularFile(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, want string
-		make       func(path string) error
-	}{
-		{"fifo", "(a FIFO)", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
-		{"device", "(a character device)", func(p string) error { return os.Symlink("/dev/zero", p) }},
-		{"directory", "(a directory)", func(p string) error { return os.Mkdir(p, 0o700) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range specialtest.Kinds {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			d := Dir(t.TempDir())
-			if err := tc.make(d.Path("stream.json")); err != nil {
+			if err := tc.Make(d.Path("stream.json")); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
@@ -82,11 +74,11 @@ func TestReadStreamRecord_NotARegularFile(t *testing.T) {
 			}()
 			select {
 			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), d.Path("stream.json")) || !strings.Contains(err.Error(), tc.want) {
-					t.Errorf("ReadStreamRecord of a %s: %v, want an error naming the file and %s", tc.name, err, tc.want)
+				if err == nil || !strings.Contains(err.Error(), d.Path("stream.json")) || !strings.Contains(err.Error(), tc.Says) {
+					t.Errorf("ReadStreamRecord of a %s: %v, want an error naming the file and %s", tc.Name, err, tc.Says)
 				}
 			case <-time.After(10 * time.Second):
-				t.Fatalf("ReadStreamRecord of a %s has not returned after 10 s", tc.name)
+				t.Fatalf("ReadStreamRecord of a %s has not returned after 10 s", tc.Name)
 			}
 		})
 	}

@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/logbook-dev/logbook/adapters/internal/specialtest"
 	"github.com/logbook-dev/logbook/adapters/notify"
 )
 
@@ -220,20 +220,13 @@ func TestParse_README(t *testing.T) {
 func TestWatch_NotARegularFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		name, want string
-		make       func(path string) error
-	}{
-		{"fifo", "(a FIFO)", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
-		{"device", "(a character device)", func(p string) error { return os.Symlink("/dev/zero", p) }},
-		{"directory", "(a directory)", func(p string) error { return os.Mkdir(p, 0o700) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, tc.name, notify.File)
+	for _, tc := range specialtest.Kinds {
+		t.Run(tc.Name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.Name, notify.File)
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := tc.make(path); err != nil {
+			if err := tc.Make(path); err != nil {
 				t.Fatal(err)
 			}
 			var said []string
@@ -242,16 +235,16 @@ func TestWatch_NotARegularFile(t *testing.T) {
 			go func() {
 				defer close(done)
 				if cfg, _ := w.Check(); cfg != nil {
-					t.Errorf("a config from %s", tc.name)
+					t.Errorf("a config from %s", tc.Name)
 				}
 			}()
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
-				t.Fatalf("Check of %s has not returned after 10 s", tc.name)
+				t.Fatalf("Check of %s has not returned after 10 s", tc.Name)
 			}
-			if len(said) != 1 || !strings.Contains(said[0], "ERROR: "+path+": not a regular file "+tc.want) {
-				t.Errorf("said: %q, want one ERROR naming %s", said, tc.want)
+			if len(said) != 1 || !strings.Contains(said[0], "ERROR: "+path+": not a regular file "+tc.Says) {
+				t.Errorf("said: %q, want one ERROR naming %s", said, tc.Says)
 			}
 			if err := os.RemoveAll(path); err != nil {
 				t.Fatal(err)

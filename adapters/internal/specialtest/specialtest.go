@@ -26,3 +26,21 @@ func Make(t testing.TB, fifo, zero string) {
 		t.Fatalf("symlink /dev/zero %s: %v", zero, err)
 	}
 }
+
+// Kind is one file that is not a regular one, which a reader of small
+// regular files (hookspool.ReadRegular) refuses without reading: its
+// name, the words its refusal names it with (hookspool.NotRegular:
+// "(a FIFO)"), and how to make it at a path.
+type Kind struct {
+	Name string
+	Says string
+	Make func(path string) error
+}
+
+// Kinds are a FIFO with no writer (an open for reading blocks), a
+// symbolic link to /dev/zero (a read never ends) and a directory.
+var Kinds = []Kind{
+	{"fifo", "(a FIFO)", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+	{"device", "(a character device)", func(p string) error { return os.Symlink("/dev/zero", p) }},
+	{"directory", "(a directory)", func(p string) error { return os.Mkdir(p, 0o700) }},
+}
