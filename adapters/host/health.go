@@ -26,10 +26,9 @@ type LogHealth struct {
 	// so what Probe says while the log is away names no journal.
 	Reader bool
 	mu     sync.Mutex
-	since  time.Time // zero while the log answers
-	why    string    // the last error that said it does not
-	lost   string    // what CheckWhole found missing; "" for nothing
-	first  uint64    // the first sequence CheckWhole found missing
+	since  time.Time       // zero while the log answers
+	why    string          // the last error that said it does not
+	lost   natslog.Missing // what CheckWhole found missing; Whole for nothing
 }
 
 // Hole returns what CheckWhole found missing from the log as a
@@ -39,10 +38,14 @@ type LogHealth struct {
 func (h *LogHealth) Hole() *merkle.GapError {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.lost == "" {
+	if h.lost.Whole() {
 		return nil
 	}
-	return &merkle.GapError{Seq: h.first, Found: h.lost}
+	gap := &merkle.GapError{Found: h.lost.String()}
+	if len(h.lost.Seqs) > 0 { // FindMissing names the first of any it counts
+		gap.Seq = h.lost.Seqs[0]
+	}
+	return gap
 }
 
 // Missing records m, a walk of the whole log (CheckWhole), for the status
@@ -50,10 +53,7 @@ func (h *LogHealth) Hole() *merkle.GapError {
 func (h *LogHealth) Missing(m natslog.Missing) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.lost = m.String()
-	if len(m.Seqs) > 0 {
-		h.first = m.Seqs[0]
-	}
+	h.lost = m
 }
 
 // CheckWhole walks the whole log l once (natslog.Log.FindMissing) and,
@@ -164,7 +164,7 @@ func (h *LogHealth) Probe(ctx context.Context, l *natslog.Log, say func(format s
 func (h *LogHealth) StatusReply(ctx context.Context, l *natslog.Log, store *projections.Store, durability string, waitIntake func(context.Context) (time.Time, error)) (api.StatusReply, error) {
 	reply := api.StatusReply{Checkpoint: store.Checkpoint(), Durability: durability}
 	h.mu.Lock()
-	reply.LogMissing = h.lost
+	reply.LogMissing = h.lost.String()
 	h.mu.Unlock()
 	if since, why := h.State(); !since.IsZero() {
 		reply.LogUnavailableSince, reply.LogError = &since, why
