@@ -220,31 +220,34 @@ func hookAggregate(o events.Observation) (events.Aggregate, error) {
 // identity this way. The file is opened as an import opens it, checked
 // against the Ingester's private dirs.
 func (in *Ingester) sessionIDOf(path string) string {
-	f, _, err := ingest.OpenTranscript(path, in.Private())
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
 	type line struct {
 		SessionID string `json:"sessionId"`
 	}
-	v, _ := ingest.FirstOf(f, path, func(v line) bool { return v.SessionID != "" && events.ValidOwnSessionID(v.SessionID) == nil })
-	return v.SessionID
+	return firstLineOf(in, path, func(v line) bool { return v.SessionID != "" && events.ValidOwnSessionID(v.SessionID) == nil }).SessionID
+}
+
+// firstLineOf returns the first line of the transcript at path, opened
+// as an import opens it (ingest.OpenTranscript), that keep takes,
+// decoded as T (ingest.FirstOf); the zero T for none, or for a file
+// that does not open.
+func firstLineOf[T any](in *Ingester, path string, keep func(T) bool) T {
+	var v T
+	f, _, err := ingest.OpenTranscript(path, in.Private())
+	if err != nil {
+		return v
+	}
+	defer f.Close()
+	v, _ = ingest.FirstOf(f, path, keep)
+	return v
 }
 
 // agentIDOf returns the first agentId the lines of the transcript at
 // path name, "" for none (or a file that does not open).
 func (in *Ingester) agentIDOf(path string) string {
-	f, _, err := ingest.OpenTranscript(path, in.Private())
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
 	type line struct {
 		AgentID string `json:"agentId"`
 	}
-	v, _ := ingest.FirstOf(f, path, func(v line) bool { return v.AgentID != "" })
-	return v.AgentID
+	return firstLineOf(in, path, func(v line) bool { return v.AgentID != "" }).AgentID
 }
 
 // knowNew tells the ingester which sessions of ts are new
